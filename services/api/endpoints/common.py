@@ -1,0 +1,63 @@
+"""Pieces every v1 endpoint uses: running a command idempotently, list paging, id checks."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from services.api.accounts import Principal
+from services.api.deps import ApiContext
+from services.api.idempotency import execute, fingerprint
+from shared.errors import InvalidRequest, not_found
+from shared.ids import has_prefix
+from shared.messages import issuer_subject
+from shared.pagination import PageRequest
+
+
+async def run_command(
+    ctx: ApiContext,
+    principal: Principal,
+    idempotency_key: str | None,
+    request: Request,
+    body: Any,
+    build: Callable[[str], BaseModel],
+    shape: Callable[[dict[str, Any]], dict[str, Any]],
+) -> JSONResponse:
+    """Send the command built for a command_id to the issuer, under the idempotency rules."""
+
+    async def action(command_id: str) -> tuple[int, Any]:
+        command = build(command_id)
+        result = await ctx.command(issuer_subject(command.type), command)  # type: ignore[attr-defined]
+        return 200, shape(result)
+
+    request_fingerprint = fingerprint(request.method, request.url.path, body)
+    return await execute(ctx.idempotency, principal, idempotency_key, request_fingerprint, action)
+
+
+def require_id(value: str, kind: str, label: str) -> str:
+    """An id with the wrong prefix names nothing: 404 without a database query."""
+    if not has_prefix(value, kind):
+        raise not_found(label, value)
+    return value
+
+
+def paging(kind: str, default: int, maximum: int) -> Any:
+    """A dependency for `limit`, `starting_after` and `ending_before` on a list of `kind`."""
+
+    def page(
+        limit: Annotated[int, Query(ge=1, le=maximum, description=f"1 to {maximum}.")] = default,
+        starting_after: Annotated[str | None, Query(description="Cursor: an object id.")] = None,
+        ending_before: Annotated[str | None, Query(description="Cursor: an object id.")] = None,
+    ) -> PageRequest:
+        if starting_after is not None and ending_before is not None:
+            raise InvalidRequest(
+                "Send starting_after or ending_before, not both.", param="ending_before"
+            )
+        for name, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
+            if cursor is not None and not has_prefix(cursor, kind):
+                raise InvalidRequest(f"{name} must be an id of a {kind}.", param=name)
+        return PageRequest(limit=limit, starting_after=starting_after, ending_before=ending_before)
+
+    return Depends(page)

@@ -1,0 +1,25 @@
+"""/v1/events: recent lifecycle events across all passes of the account and mode."""
+
+from typing import Annotated
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from services.api.deps import ContextDep, PrincipalDep
+from services.api.endpoints.common import paging
+from services.api.schemas import event_object, list_object
+from shared.models import PassEventRecord
+from shared.pagination import PageRequest
+
+router = APIRouter(prefix="/v1/events", tags=["events"])
+
+
+@router.get("", summary="List recent pass events, newest first")
+async def list_events(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    page: Annotated[PageRequest, paging("pass_event", 100, 200)],
+) -> JSONResponse:
+    result = await ctx.events.page(principal.account_id, principal.mode, page)
+    data = [event_object(PassEventRecord.model_validate(doc)) for doc in result.documents]
+    return JSONResponse(list_object(data, result.has_more))

@@ -1,0 +1,139 @@
+"""/v1/passes: issue, list, retrieve, update, void; and the events of one pass."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import EmailStr
+
+from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
+from services.api.endpoints.common import paging, require_id, run_command
+from services.api.schemas import PassCreate, PassUpdate, event_object, list_object, pass_object
+from shared.errors import not_found
+from shared.messages import CreatePass, UpdatePass, VoidPass
+from shared.models import PassEventRecord, PassRecord
+from shared.pagination import PageRequest
+
+router = APIRouter(prefix="/v1/passes", tags=["passes"])
+
+
+def _shaper(site_url: str) -> Any:
+    def shape(result: dict[str, Any]) -> dict[str, Any]:
+        return pass_object(PassRecord.model_validate(result), site_url)
+
+    return shape
+
+
+@router.post("", summary="Issue a pass from a template")
+async def create_pass(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    body: PassCreate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    data = body.model_dump(mode="json")
+    return await run_command(
+        ctx,
+        principal,
+        idempotency_key,
+        request,
+        data,
+        lambda command_id: CreatePass(
+            command_id=command_id, account_id=principal.account_id, mode=principal.mode, **data
+        ),
+        _shaper(ctx.settings.site_url),
+    )
+
+
+@router.get("", summary="List passes, newest first")
+async def list_passes(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    page: Annotated[PageRequest, paging("pass", 50, 100)],
+    template_id: Annotated[str | None, Query()] = None,
+    holder_email: Annotated[EmailStr | None, Query()] = None,
+) -> JSONResponse:
+    result = await ctx.issuer.passes_page(
+        principal.account_id,
+        principal.mode,
+        page,
+        template_id=template_id,
+        holder_email=holder_email,
+    )
+    site = ctx.settings.site_url
+    data = [pass_object(PassRecord.model_validate(doc), site) for doc in result.documents]
+    return JSONResponse(list_object(data, result.has_more))
+
+
+@router.get("/{pass_id}", summary="Retrieve a pass")
+async def get_pass(ctx: ContextDep, principal: PrincipalDep, pass_id: str) -> JSONResponse:
+    require_id(pass_id, "pass", "pass")
+    record = await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id)
+    if record is None:
+        raise not_found("pass", pass_id)
+    return JSONResponse(pass_object(record, ctx.settings.site_url))
+
+
+@router.patch("/{pass_id}", summary="Update field values or metadata; pushes to installed passes")
+async def update_pass(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    pass_id: str,
+    body: PassUpdate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    require_id(pass_id, "pass", "pass")
+    data = body.model_dump(mode="json", exclude_unset=True)
+    return await run_command(
+        ctx,
+        principal,
+        idempotency_key,
+        request,
+        data,
+        lambda command_id: UpdatePass(
+            command_id=command_id,
+            account_id=principal.account_id,
+            mode=principal.mode,
+            pass_id=pass_id,
+            **data,
+        ),
+        _shaper(ctx.settings.site_url),
+    )
+
+
+@router.delete("/{pass_id}", summary="Void a pass (passes are never deleted)")
+async def void_pass(
+    ctx: ContextDep, principal: PrincipalDep, request: Request, pass_id: str
+) -> JSONResponse:
+    require_id(pass_id, "pass", "pass")
+    return await run_command(
+        ctx,
+        principal,
+        None,
+        request,
+        None,
+        lambda command_id: VoidPass(
+            command_id=command_id,
+            account_id=principal.account_id,
+            mode=principal.mode,
+            pass_id=pass_id,
+        ),
+        _shaper(ctx.settings.site_url),
+    )
+
+
+@router.get("/{pass_id}/events", summary="List the events of a pass, newest first")
+async def list_pass_events(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    pass_id: str,
+    page: Annotated[PageRequest, paging("pass_event", 100, 200)],
+) -> JSONResponse:
+    require_id(pass_id, "pass", "pass")
+    if await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id) is None:
+        raise not_found("pass", pass_id)
+    result = await ctx.events.page(principal.account_id, principal.mode, page, pass_id=pass_id)
+    data = [event_object(PassEventRecord.model_validate(doc)) for doc in result.documents]
+    return JSONResponse(list_object(data, result.has_more))

@@ -1,0 +1,119 @@
+"""/v1/templates: create, list, retrieve, update, archive."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Request
+from fastapi.responses import JSONResponse
+
+from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
+from services.api.endpoints.common import paging, require_id, run_command
+from services.api.schemas import TemplateCreate, TemplateUpdate, list_object, template_object
+from shared.errors import not_found
+from shared.messages import CreateTemplate, UpdateTemplate
+from shared.models import TemplateRecord
+from shared.pagination import PageRequest
+
+router = APIRouter(prefix="/v1/templates", tags=["templates"])
+
+
+def _shape(result: dict) -> dict:  # type: ignore[type-arg]
+    return template_object(TemplateRecord.model_validate(result))
+
+
+@router.post("", summary="Create a template")
+async def create_template(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    body: TemplateCreate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    data = body.model_dump(mode="json")
+    return await run_command(
+        ctx,
+        principal,
+        idempotency_key,
+        request,
+        data,
+        lambda command_id: CreateTemplate(
+            command_id=command_id,
+            account_id=principal.account_id,
+            mode=principal.mode,
+            name=body.name,
+            template_type=body.type,
+            apple_style=body.apple_style,
+            design=data["design"],
+            require_download_link=body.require_download_link,
+        ),
+        _shape,
+    )
+
+
+@router.get("", summary="List templates (archived ones are left out)")
+async def list_templates(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    page: Annotated[PageRequest, paging("template", 50, 100)],
+) -> JSONResponse:
+    result = await ctx.issuer.templates_page(principal.account_id, principal.mode, page)
+    data = [template_object(TemplateRecord.model_validate(doc)) for doc in result.documents]
+    return JSONResponse(list_object(data, result.has_more))
+
+
+@router.get("/{template_id}", summary="Retrieve a template (archived ones included)")
+async def get_template(ctx: ContextDep, principal: PrincipalDep, template_id: str) -> JSONResponse:
+    require_id(template_id, "template", "template")
+    record = await ctx.issuer.template(principal.account_id, principal.mode, template_id)
+    if record is None:
+        raise not_found("template", template_id)
+    return JSONResponse(template_object(record))
+
+
+@router.patch("/{template_id}", summary="Update a template")
+async def update_template(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    template_id: str,
+    body: Annotated[TemplateUpdate, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    require_id(template_id, "template", "template")
+    data = body.model_dump(mode="json", exclude_unset=True)
+    return await run_command(
+        ctx,
+        principal,
+        idempotency_key,
+        request,
+        data,
+        lambda command_id: UpdateTemplate(
+            command_id=command_id,
+            account_id=principal.account_id,
+            mode=principal.mode,
+            template_id=template_id,
+            **data,
+        ),
+        _shape,
+    )
+
+
+@router.delete("/{template_id}", summary="Archive a template")
+async def delete_template(
+    ctx: ContextDep, principal: PrincipalDep, request: Request, template_id: str
+) -> JSONResponse:
+    require_id(template_id, "template", "template")
+    return await run_command(
+        ctx,
+        principal,
+        None,
+        request,
+        None,
+        lambda command_id: UpdateTemplate(
+            command_id=command_id,
+            account_id=principal.account_id,
+            mode=principal.mode,
+            template_id=template_id,
+            archived=True,
+        ),
+        lambda result: {"id": result["id"], "deleted": True},
+    )

@@ -1,0 +1,86 @@
+"""The one place errors become responses: the spec's envelope, for every failure.
+
+Validation errors are 400 (never 422) with `param` = the dotted path of the offending field;
+unknown routes are 404 and wrong methods 405, in the same envelope; anything unexpected is a
+500 api_error that says nothing about internals.
+"""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from shared.errors import ApiError, InternalError, InvalidRequest, MethodNotAllowed, NotFound
+
+log = logging.getLogger(__name__)
+_SOURCES = {"body", "query", "path", "header", "cookie"}
+
+
+def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
+
+
+def _param(loc: tuple[Any, ...]) -> str | None:
+    parts = list(loc)
+    source = parts.pop(0) if parts and parts[0] in _SOURCES else None
+    if source == "header" and parts:
+        return "-".join(word.capitalize() for word in str(parts[0]).split("_"))
+    # Pydantic adds the validator's name for unions and wrapped types; keep field names only.
+    path = [str(part) for part in parts if not str(part).startswith("function-")]
+    return ".".join(path) or None
+
+
+def validation_error(exc: RequestValidationError) -> InvalidRequest:
+    first = exc.errors()[0]
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return InvalidRequest("The request body is not valid JSON.", code="invalid_json")
+    param = _param(tuple(first.get("loc", ())))
+    message = str(first.get("msg", "Invalid value"))
+    if kind == "missing":
+        message = (
+            f"Missing required parameter: {param}." if param else "A request body is required."
+        )
+        return InvalidRequest(message, param=param, code="parameter_missing")
+    if kind == "extra_forbidden":
+        return InvalidRequest(f"Unknown parameter: {param}.", param=param, code="parameter_unknown")
+    if param is None:
+        return InvalidRequest(f"Invalid request body: {message}.", code="parameter_invalid")
+    return InvalidRequest(f"Invalid {param}: {message}.", param=param, code="parameter_invalid")
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
+        if exc.status >= 500:
+            log.error("request failed: %s (%s)", exc.message, exc.code)
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(validation_error(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 405:
+            err: ApiError = MethodNotAllowed(
+                f"{request.method} is not allowed on {request.url.path}.", code="method_not_allowed"
+            )
+            allow = (exc.headers or {}).get("Allow")
+            return error_response(err, {"Allow": allow} if allow else None)
+        if isinstance(exc.__cause__, ApiError):
+            # FastAPI wraps errors raised while reading the body (e.g. the size limit).
+            return error_response(exc.__cause__)
+        if exc.status_code == 404:
+            err = NotFound(f"Unrecognized request URL ({request.method} {request.url.path}).")
+            return error_response(err)
+        err = InvalidRequest(str(exc.detail))
+        return JSONResponse(err.envelope(), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return error_response(InternalError("An internal error occurred."))

@@ -1,0 +1,117 @@
+"""Idempotency-Key handling for every POST and PATCH (spec 8).
+
+The first request with a key claims a record (state `processing`, with a lock that outlives
+the command timeout) and a `command_id`. The command carries that id to the owning service,
+which stores its result under it, so re-running the command after a crash or a timeout returns
+the first result instead of writing twice. Outcomes:
+- same key, same body, finished: the stored status and body, with `Idempotent-Replayed: true`;
+- same key, different body: 409 idempotency_error;
+- same key while the first request still runs: 409 idempotency_error (code
+  `idempotency_request_in_progress`); retry after it finishes;
+- the first request failed with a 5xx or timed out: the lock is released and a retry re-sends
+  the same command, which the owning service answers without a second side effect.
+Records expire after 24 hours through a TTL index.
+"""
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from services.api.accounts import Principal
+from services.api.repository import ApiRepository
+from shared.clock import Clock
+from shared.errors import ApiError, IdempotencyConflict, InvalidRequest
+from shared.ids import new_id
+
+MAX_KEY_LENGTH = 255
+Action = Callable[[str], Awaitable[tuple[int, Any]]]
+
+
+@dataclass(frozen=True)
+class IdempotencyPolicy:
+    repo: ApiRepository
+    clock: Clock
+    ttl: timedelta
+    lock: timedelta
+
+
+def fingerprint(method: str, path: str, body: Any) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
+
+
+def _record_id(principal: Principal, key: str) -> str:
+    return hashlib.sha256(f"{principal.account_id}|{principal.mode}|{key}".encode()).hexdigest()
+
+
+def _response(status: int, body: Any, replayed: bool = False) -> JSONResponse:
+    headers = {"Idempotent-Replayed": "true"} if replayed else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def execute(
+    policy: IdempotencyPolicy,
+    principal: Principal,
+    key: str | None,
+    request_fingerprint: str,
+    action: Action,
+) -> JSONResponse:
+    if key is None:
+        return _response(*await action(new_id("command")))
+    if not 1 <= len(key) <= MAX_KEY_LENGTH:
+        raise InvalidRequest(
+            f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters.", param="Idempotency-Key"
+        )
+    record_id = _record_id(principal, key)
+    now = policy.clock.now()
+    command_id = new_id("command")
+    existing = await policy.repo.claim_idempotency(
+        {
+            "_id": record_id,
+            "account_id": principal.account_id,
+            "mode": principal.mode,
+            "fingerprint": request_fingerprint,
+            "command_id": command_id,
+            "state": "processing",
+            "locked_until": now + policy.lock,
+            "created_at": now,
+            "expires_at": now + policy.ttl,
+        }
+    )
+    if existing is not None:
+        if existing["fingerprint"] != request_fingerprint:
+            raise IdempotencyConflict(
+                "This Idempotency-Key was already used with a different request body.",
+                code="idempotency_key_reused",
+            )
+        if existing["state"] == "done":
+            return _response(existing["response_status"], existing["response_body"], True)
+        in_progress = IdempotencyConflict(
+            "A request with this Idempotency-Key is still being processed; retry shortly.",
+            code="idempotency_request_in_progress",
+        )
+        if existing["locked_until"] > now:
+            raise in_progress
+        if not await policy.repo.take_over_idempotency(
+            record_id, existing["locked_until"], now + policy.lock
+        ):
+            raise in_progress
+        command_id = existing["command_id"]
+    try:
+        status, body = await action(command_id)
+    except ApiError as exc:
+        if exc.status >= 500:
+            await policy.repo.release_idempotency(record_id, policy.clock.now())
+            raise
+        await policy.repo.finish_idempotency(record_id, exc.status, exc.envelope())
+        raise
+    except BaseException:
+        await policy.repo.release_idempotency(record_id, policy.clock.now())
+        raise
+    await policy.repo.finish_idempotency(record_id, status, body)
+    return _response(status, body)

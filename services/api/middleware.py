@@ -1,0 +1,115 @@
+"""ASGI middleware: a Request-Id on every response and in every log line, and body limits.
+
+Bodies over `max_body_bytes` are refused with 413 (checked against Content-Length, and while
+streaming when the length is not declared); a body sent with a non-JSON content type is 415.
+Both answer in the spec's envelope.
+"""
+
+import json
+import logging
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared.errors import ApiError, PayloadTooLarge, UnsupportedMediaType
+from shared.ids import new_id
+from shared.logs import account_id_var, request_id_var
+
+log = logging.getLogger("tessera.access")
+_BODY_METHODS = {b"POST", b"PUT", b"PATCH", "POST", "PUT", "PATCH"}
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp, max_body_bytes: int):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = new_id("request")
+        request_id_var.set(request_id)
+        account_id_var.set(None)
+        started = time.perf_counter()
+        status_holder: dict[str, int] = {}
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"request-id", request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            error = self._refuse(scope)
+            if error is not None:
+                await _send_error(send_with_id, error)
+                return
+            await self.app(scope, self._limited(receive), send_with_id)
+        except PayloadTooLarge as exc:
+            if "status" not in status_holder:
+                await _send_error(send_with_id, exc)
+        finally:
+            log.info(
+                "%s %s -> %s in %.1f ms",
+                scope["method"],
+                scope["path"],
+                status_holder.get("status", 0),
+                (time.perf_counter() - started) * 1000,
+            )
+
+    def _refuse(self, scope: Scope) -> ApiError | None:
+        if scope["method"] not in _BODY_METHODS:
+            return None
+        headers = {key.lower(): value for key, value in scope["headers"]}
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            return _too_large(self.max_body_bytes)
+        has_body = (length is not None and length != b"0") or b"transfer-encoding" in headers
+        content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if has_body and not (
+            content_type == b"application/json" or content_type.endswith(b"+json")
+        ):
+            return UnsupportedMediaType(
+                "Send the request body as JSON with Content-Type: application/json.",
+                code="unsupported_media_type",
+            )
+        return None
+
+    def _limited(self, receive: Receive) -> Receive:
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body_bytes:
+                    raise _too_large(self.max_body_bytes)
+            return message
+
+        return limited
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"The request body is larger than the limit of {limit} bytes.", code="body_too_large"
+    )
+
+
+async def _send_error(send: Any, error: ApiError) -> None:
+    body = json.dumps(error.envelope()).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": error.status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,74 @@
+"""Every MongoDB call of the api: accounts, API keys and idempotency records."""
+
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from shared.mongo import Database, Document
+
+
+class ApiRepository:
+    def __init__(self, db: Database):
+        self._accounts = db["accounts"]
+        self._keys = db["api_keys"]
+        self._idempotency = db["idempotency_keys"]
+
+    async def ensure_indexes(self) -> None:
+        await self._keys.create_index("hash", unique=True)
+        await self._keys.create_index([("account_id", ASCENDING)])
+        await self._idempotency.create_index("expires_at", expireAfterSeconds=0)
+
+    async def insert_account(self, doc: Document) -> None:
+        await self._accounts.insert_one(doc)
+
+    async def account(self, account_id: str) -> Document | None:
+        return await self._accounts.find_one({"_id": account_id})
+
+    async def set_plan(self, account_id: str, plan: str) -> Document | None:
+        return await self._accounts.find_one_and_update(
+            {"_id": account_id}, {"$set": {"plan": plan}}, return_document=ReturnDocument.AFTER
+        )
+
+    async def insert_key(self, doc: Document) -> None:
+        await self._keys.insert_one(doc)
+
+    async def key_by_hash(self, key_hash: str) -> Document | None:
+        return await self._keys.find_one({"hash": key_hash})
+
+    async def revoke_key(self, key_id: str, at: datetime) -> Document | None:
+        return await self._keys.find_one_and_update(
+            {"_id": key_id},
+            {"$set": {"revoked_at": at}},
+            return_document=ReturnDocument.AFTER,
+        )
+
+    async def claim_idempotency(self, doc: Document) -> Document | None:
+        """Insert a new idempotency record; returns the existing one when the key is taken."""
+        try:
+            await self._idempotency.insert_one(doc)
+        except DuplicateKeyError:
+            return await self._idempotency.find_one({"_id": doc["_id"]})
+        return None
+
+    async def take_over_idempotency(
+        self, record_id: str, stale_lock: datetime, locked_until: datetime
+    ) -> bool:
+        """Take a processing record whose lock expired; only one contender wins."""
+        result = await self._idempotency.update_one(
+            {"_id": record_id, "state": "processing", "locked_until": stale_lock},
+            {"$set": {"locked_until": locked_until}},
+        )
+        return result.modified_count == 1
+
+    async def finish_idempotency(self, record_id: str, status: int, body: Any) -> None:
+        await self._idempotency.update_one(
+            {"_id": record_id},
+            {"$set": {"state": "done", "response_status": status, "response_body": body}},
+        )
+
+    async def release_idempotency(self, record_id: str, at: datetime) -> None:
+        await self._idempotency.update_one(
+            {"_id": record_id, "state": "processing"}, {"$set": {"locked_until": at}}
+        )

@@ -1,0 +1,117 @@
+"""What the api receives (request bodies) and returns (the spec's objects)."""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, EmailStr, Field, model_validator
+
+from shared.clock import iso
+from shared.design import Design
+from shared.models import AppleStyle, PassEventRecord, PassRecord, TemplateRecord, TemplateType
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TemplateCreate(_Body):
+    name: str = Field(min_length=1, max_length=200)
+    type: TemplateType
+    apple_style: AppleStyle
+    design: Design
+    require_download_link: bool = False
+
+
+class TemplateUpdate(_Body):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    design: Design | None = None
+    archived: bool | None = None
+    require_download_link: bool | None = None
+
+
+class PassCreate(_Body):
+    template_id: str
+    holder_email: EmailStr | None = None
+    holder_name: str | None = Field(None, max_length=200)
+    field_values: dict[str, str] = Field(default_factory=dict, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict, max_length=50)
+
+
+class PassUpdate(_Body):
+    field_values: dict[str, str] | None = Field(None, max_length=100)
+    metadata: dict[str, Any] | None = Field(None, max_length=50)
+
+    @model_validator(mode="after")
+    def _something(self) -> "PassUpdate":
+        if self.field_values is None and self.metadata is None:
+            raise ValueError("send field_values, metadata or both")
+        return self
+
+
+class AccountCreate(_Body):
+    name: str = Field(min_length=1, max_length=200)
+    plan: Literal["free", "paid"]
+
+
+class AccountUpdate(_Body):
+    plan: Literal["free", "paid"]
+
+
+class ApiKeyCreate(_Body):
+    mode: Literal["test", "live"]
+
+
+def template_object(record: TemplateRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "object": "template",
+        "name": record.name,
+        "type": record.type,
+        "apple_style": record.apple_style,
+        "design": record.design,
+        "archived": record.archived,
+        "require_download_link": record.require_download_link,
+        "created_at": iso(record.created_at),
+        "updated_at": iso(record.updated_at),
+    }
+
+
+def pass_urls(site_url: str, short_id: str) -> tuple[str, str]:
+    page = f"{site_url}/p/{short_id}"
+    return page, f"{page}/pass.pkpass"
+
+
+def pass_object(record: PassRecord, site_url: str) -> dict[str, Any]:
+    url, download_url = pass_urls(site_url, record.short_id)
+    return {
+        "id": record.id,
+        "object": "pass",
+        "short_id": record.short_id,
+        "template_id": record.template_id,
+        "serial_number": record.serial_number,
+        "mode": record.mode,
+        "holder_email": record.holder_email,
+        "holder_name": record.holder_name,
+        "field_values": record.field_values,
+        "voided": record.voided,
+        "voided_at": None if record.voided_at is None else iso(record.voided_at),
+        "metadata": record.metadata,
+        "created_via_api": record.created_via_api,
+        "url": url,
+        "download_url": download_url,
+        "created_at": iso(record.created_at),
+    }
+
+
+def event_object(record: PassEventRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "object": "pass_event",
+        "pass_id": record.pass_id,
+        "type": record.type,
+        "metadata": record.metadata,
+        "created_at": iso(record.created_at),
+    }
+
+
+def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {"object": "list", "data": data, "has_more": has_more}

@@ -1,0 +1,6 @@
+from services.issuer.app import create_app
+from services.issuer.config import IssuerSettings
+from shared.runner import serve
+
+settings = IssuerSettings()
+serve("issuer", create_app(settings), settings.host, settings.port, settings.log_level)

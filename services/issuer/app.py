@@ -1,0 +1,44 @@
+"""The issuer service: NATS command handlers, the outbox relay, and a health endpoint."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from services.issuer import handlers
+from services.issuer.config import IssuerSettings
+from services.issuer.identity import signing_identity
+from services.issuer.outbox import OutboxRelay
+from services.issuer.repository import IssuerRepository
+from services.issuer.service import IssuerService
+from shared.clock import Clock, SystemClock
+from shared.connections import open_connections, running
+from shared.health import health_router
+from shared.nats import ensure_events_stream
+
+
+def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
+    settings = settings or IssuerSettings()
+    conn = open_connections(settings)
+    repo = IssuerRepository(conn.mongo, conn.db)
+    relay = OutboxRelay(repo, conn.broker, settings.outbox_poll_seconds)
+    service = IssuerService(
+        repo, signing_identity(settings), settings.wallet_url, clock or SystemClock(), relay.notify
+    )
+    handlers.register(conn.broker, service)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await repo.ensure_indexes()
+        async with running(conn):
+            # Declare the stream before the relay's first publish.
+            await ensure_events_stream(conn.broker)
+            relay.start()
+            try:
+                yield
+            finally:
+                await relay.stop()
+
+    app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
+    app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
+    return app

@@ -1,0 +1,39 @@
+"""Issuer settings (prefix TESSERA_ISSUER_)."""
+
+from pathlib import Path
+
+from pydantic import model_validator
+from pydantic_settings import SettingsConfigDict
+
+from shared.settings import ServiceSettings, refuse_placeholder
+
+
+class IssuerSettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="TESSERA_ISSUER_", extra="ignore")
+
+    port: int = 8002
+    # Where the development signing identity is generated on first start.
+    data_dir: Path = Path(".tessera")
+    pass_type_identifier: str = "pass.dev.tessera"  # noqa: S105 (an identifier, not a secret)
+    team_identifier: str = "TESSERADEV"
+    # A production identity: PEM certificate + key (optionally encrypted) and Apple's WWDR G4.
+    apple_certificate_path: Path | None = None
+    apple_private_key_path: Path | None = None
+    apple_private_key_password: str | None = None
+    apple_wwdr_certificate_path: Path | None = None
+    outbox_poll_seconds: float = 1.0
+
+    @model_validator(mode="after")
+    def _identity_complete(self) -> "IssuerSettings":
+        refuse_placeholder(
+            self.apple_private_key_password, self.environment, "apple_private_key_password"
+        )
+        given = [self.apple_certificate_path, self.apple_private_key_path]
+        if any(given) and not all([*given, self.apple_wwdr_certificate_path]):
+            raise ValueError(
+                "set TESSERA_ISSUER_APPLE_CERTIFICATE_PATH, _APPLE_PRIVATE_KEY_PATH and "
+                "_APPLE_WWDR_CERTIFICATE_PATH together"
+            )
+        if self.environment == "production" and not all(given):
+            raise ValueError("production needs a real Apple signing identity")
+        return self

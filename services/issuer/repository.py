@@ -1,0 +1,163 @@
+"""Every MongoDB call of the issuer: templates, passes, pass files, the outbox, processed commands.
+
+Writes of one command happen in one transaction through `UnitOfWork`, so the record, its
+outbox events and the command's stored result are committed together or not at all.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.client_session import AsyncClientSession
+
+from shared.models import PassRecord, TemplateRecord
+from shared.mongo import Database, Document, MongoClient
+from shared.pagination import Page, PageRequest, fetch_page
+
+PROCESSED_COMMAND_TTL = timedelta(hours=48)
+
+
+class IssuerRepository:
+    def __init__(self, client: MongoClient, db: Database):
+        self._client = client
+        self.db = db
+        self.templates = db["templates"]
+        self.passes = db["passes"]
+        self.pass_files = db["pass_files"]
+        self.outbox = db["outbox"]
+        self.processed = db["processed_commands"]
+
+    async def ensure_indexes(self) -> None:
+        scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
+        await self.templates.create_index([*scope, ("archived", ASCENDING), ("_id", DESCENDING)])
+        await self.passes.create_index([*scope, ("_id", DESCENDING)])
+        await self.passes.create_index([*scope, ("template_id", ASCENDING), ("_id", DESCENDING)])
+        await self.passes.create_index([*scope, ("holder_email", ASCENDING), ("_id", DESCENDING)])
+        await self.passes.create_index("short_id", unique=True)
+        await self.passes.create_index("serial_number", unique=True)
+        await self.passes.create_index("template_id")
+        await self.processed.create_index("expires_at", expireAfterSeconds=0)
+
+    @asynccontextmanager
+    async def unit_of_work(self) -> AsyncIterator["UnitOfWork"]:
+        async with self._client.start_session() as session, await session.start_transaction():
+            yield UnitOfWork(self, session)
+
+    async def processed_result(self, command_id: str) -> dict[str, Any] | None:
+        doc = await self.processed.find_one({"_id": command_id})
+        return None if doc is None else dict(doc["result"])
+
+    async def template(self, account_id: str, mode: str, template_id: str) -> TemplateRecord | None:
+        doc = await self.templates.find_one(
+            {"_id": template_id, "account_id": account_id, "mode": mode}
+        )
+        return None if doc is None else TemplateRecord.model_validate(doc)
+
+    async def pass_(self, account_id: str, mode: str, pass_id: str) -> PassRecord | None:
+        doc = await self.passes.find_one({"_id": pass_id, "account_id": account_id, "mode": mode})
+        return None if doc is None else PassRecord.model_validate(doc)
+
+    async def short_id_taken(self, short_id: str) -> bool:
+        return await self.passes.count_documents({"short_id": short_id}, limit=1) > 0
+
+    async def outbox_batch(self, limit: int = 100) -> list[Document]:
+        return [doc async for doc in self.outbox.find().sort("_id", ASCENDING).limit(limit)]
+
+    async def outbox_done(self, event_id: str) -> None:
+        await self.outbox.delete_one({"_id": event_id})
+
+
+class UnitOfWork:
+    """The writes of one command, inside one transaction."""
+
+    def __init__(self, repo: IssuerRepository, session: AsyncClientSession):
+        self._repo = repo
+        self._session = session
+
+    async def insert_template(self, record: TemplateRecord) -> None:
+        await self._repo.templates.insert_one(record.to_document(), session=self._session)
+
+    async def replace_template(self, record: TemplateRecord) -> None:
+        await self._repo.templates.replace_one(
+            {"_id": record.id}, record.to_document(), session=self._session
+        )
+
+    async def insert_pass(self, record: PassRecord) -> None:
+        await self._repo.passes.insert_one(record.to_document(), session=self._session)
+
+    async def replace_pass(self, record: PassRecord) -> None:
+        await self._repo.passes.replace_one(
+            {"_id": record.id}, record.to_document(), session=self._session
+        )
+
+    async def store_pass_file(self, pass_id: str, version: int, data: bytes, at: datetime) -> None:
+        await self._repo.pass_files.replace_one(
+            {"_id": pass_id},
+            {"_id": pass_id, "version": version, "data": data, "created_at": at},
+            upsert=True,
+            session=self._session,
+        )
+
+    async def add_outbox(self, event_id: str, subject: str, payload: bytes, at: datetime) -> None:
+        await self._repo.outbox.insert_one(
+            {"_id": event_id, "subject": subject, "payload": payload, "created_at": at},
+            session=self._session,
+        )
+
+    async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
+        await self._repo.processed.insert_one(
+            {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL},
+            session=self._session,
+        )
+
+
+class IssuerReads:
+    """Read-only queries the api runs on the issuer's collections (docs/architecture.md)."""
+
+    def __init__(self, db: Database):
+        self._templates = db["templates"]
+        self._passes = db["passes"]
+        self._pass_files = db["pass_files"]
+
+    async def template(self, account_id: str, mode: str, template_id: str) -> TemplateRecord | None:
+        doc = await self._templates.find_one(
+            {"_id": template_id, "account_id": account_id, "mode": mode}
+        )
+        return None if doc is None else TemplateRecord.model_validate(doc)
+
+    async def templates_page(self, account_id: str, mode: str, page: PageRequest) -> Page:
+        query = {"account_id": account_id, "mode": mode, "archived": False}
+        return await fetch_page(self._templates, query, page)
+
+    async def pass_(self, account_id: str, mode: str, pass_id: str) -> PassRecord | None:
+        doc = await self._passes.find_one({"_id": pass_id, "account_id": account_id, "mode": mode})
+        return None if doc is None else PassRecord.model_validate(doc)
+
+    async def passes_page(
+        self,
+        account_id: str,
+        mode: str,
+        page: PageRequest,
+        *,
+        template_id: str | None = None,
+        holder_email: str | None = None,
+    ) -> Page:
+        query: dict[str, Any] = {"account_id": account_id, "mode": mode}
+        if template_id is not None:
+            query["template_id"] = template_id
+        if holder_email is not None:
+            query["holder_email"] = holder_email
+        return await fetch_page(self._passes, query, page)
+
+    async def pass_by_short_id(self, short_id: str) -> PassRecord | None:
+        doc = await self._passes.find_one({"short_id": short_id})
+        return None if doc is None else PassRecord.model_validate(doc)
+
+    async def template_by_id(self, template_id: str) -> TemplateRecord | None:
+        doc = await self._templates.find_one({"_id": template_id})
+        return None if doc is None else TemplateRecord.model_validate(doc)
+
+    async def pass_file(self, pass_id: str) -> Document | None:
+        return await self._pass_files.find_one({"_id": pass_id})

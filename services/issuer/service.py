@@ -1,0 +1,312 @@
+"""The issuer's domain logic: templates and passes, each command idempotent by its command_id.
+
+A command is prepared from reads (validation, rendering and signing happen here), then its writes,
+its outbox events and its stored result commit in one transaction. The outbox relay publishes
+the events afterwards, so a crash between the write and the publish loses nothing.
+"""
+
+import logging
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+from services.issuer.pkpass import PassContent, build_pkpass
+from services.issuer.repository import IssuerRepository, UnitOfWork
+from services.issuer.signing import SigningIdentity
+from shared.clock import Clock
+from shared.design import Design
+from shared.errors import InvalidRequest, not_found
+from shared.ids import new_id, short_slug
+from shared.messages import (
+    CreatePass,
+    CreateTemplate,
+    IssuerCommand,
+    PassEventMessage,
+    PassEventType,
+    UpdatePass,
+    UpdateTemplate,
+    VoidPass,
+)
+from shared.models import PassRecord, TemplateRecord
+
+log = logging.getLogger(__name__)
+
+Apply = Callable[[UnitOfWork], Awaitable[None]]
+
+
+@dataclass
+class Outcome:
+    result: dict[str, Any]
+    apply: Apply
+    events: list[PassEventMessage] = field(default_factory=list)
+
+
+def validate_design(design: dict[str, Any], apple_style: str) -> Design:
+    """The design as a model; errors name the offending path under `design`."""
+    try:
+        model = Design.model_validate(design)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(part) for part in ("design", *first["loc"]))
+        raise InvalidRequest(f"Invalid design: {first['msg']}", param=path) from exc
+    if apple_style == "boardingPass" and model.transit_type is None:
+        raise InvalidRequest(
+            "A boardingPass template needs design.transit_type.", param="design.transit_type"
+        )
+    return model
+
+
+def check_field_values(design: Design, values: dict[str, str]) -> None:
+    known = design.field_keys()
+    for key in values:
+        if key not in known:
+            raise InvalidRequest(
+                f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
+                param=f"field_values.{key}",
+            )
+
+
+class IssuerService:
+    def __init__(
+        self,
+        repo: IssuerRepository,
+        identity: SigningIdentity,
+        wallet_url: str,
+        clock: Clock,
+        on_commit: Callable[[], None],
+    ):
+        self._repo = repo
+        self._identity = identity
+        self._wallet_url = wallet_url
+        self._clock = clock
+        self._on_commit = on_commit
+
+    async def handle(self, command: IssuerCommand) -> dict[str, Any]:
+        stored = await self._repo.processed_result(command.command_id)
+        if stored is not None:
+            return stored
+        outcome = await self._prepare(command)
+        try:
+            async with self._repo.unit_of_work() as uow:
+                await outcome.apply(uow)
+                now = self._clock.now()
+                for event in outcome.events:
+                    payload = event.model_dump_json().encode()
+                    await uow.add_outbox(event.id, event.subject, payload, now)
+                await uow.record_command(command.command_id, outcome.result, now)
+        except (DuplicateKeyError, OperationFailure):
+            # A concurrent replay of the same command committed first: answer with its result.
+            stored = await self._repo.processed_result(command.command_id)
+            if stored is None:
+                raise
+            return stored
+        if outcome.events:
+            self._on_commit()
+        return outcome.result
+
+    async def _prepare(self, command: IssuerCommand) -> Outcome:
+        match command:
+            case CreateTemplate():
+                return await self._create_template(command)
+            case UpdateTemplate():
+                return await self._update_template(command)
+            case CreatePass():
+                return await self._create_pass(command)
+            case UpdatePass():
+                return await self._update_pass(command)
+            case VoidPass():
+                return await self._void_pass(command)
+
+    async def _create_template(self, cmd: CreateTemplate) -> Outcome:
+        design = validate_design(cmd.design, cmd.apple_style)
+        now = self._clock.now()
+        record = TemplateRecord.model_validate(
+            {
+                "_id": new_id("template"),
+                "account_id": cmd.account_id,
+                "mode": cmd.mode,
+                "name": cmd.name,
+                "type": cmd.template_type,
+                "apple_style": cmd.apple_style,
+                "design": design.model_dump(mode="json"),
+                "require_download_link": cmd.require_download_link,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+
+        async def apply(uow: UnitOfWork) -> None:
+            await uow.insert_template(record)
+
+        return Outcome(result=record.model_dump(mode="json"), apply=apply)
+
+    async def _template_or_404(
+        self, cmd: Any, template_id: str, param: str | None
+    ) -> TemplateRecord:
+        record = await self._repo.template(cmd.account_id, cmd.mode, template_id)
+        if record is None:
+            raise not_found("template", template_id, param)
+        return record
+
+    async def _update_template(self, cmd: UpdateTemplate) -> Outcome:
+        record = await self._template_or_404(cmd, cmd.template_id, None)
+        changes: dict[str, Any] = cmd.model_dump(
+            include={"name", "archived", "require_download_link"}, exclude_none=True
+        )
+        if cmd.design is not None:
+            changes["design"] = validate_design(cmd.design, record.apple_style).model_dump(
+                mode="json"
+            )
+        updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
+
+        async def apply(uow: UnitOfWork) -> None:
+            await uow.replace_template(updated)
+
+        return Outcome(result=updated.model_dump(mode="json"), apply=apply)
+
+    async def _create_pass(self, cmd: CreatePass) -> Outcome:
+        template = await self._template_or_404(cmd, cmd.template_id, "template_id")
+        if template.archived:
+            raise InvalidRequest(
+                f"Template '{template.id}' is archived; no new passes can be issued from it.",
+                param="template_id",
+                code="template_archived",
+            )
+        design = Design.model_validate(template.design)
+        check_field_values(design, cmd.field_values)
+        now = self._clock.now()
+        record = PassRecord.model_validate(
+            {
+                "_id": new_id("pass"),
+                "account_id": cmd.account_id,
+                "mode": cmd.mode,
+                "short_id": await self._free_short_id(),
+                "template_id": template.id,
+                "serial_number": str(uuid.uuid4()),
+                "holder_email": cmd.holder_email,
+                "holder_name": cmd.holder_name,
+                "field_values": cmd.field_values,
+                "metadata": cmd.metadata,
+                "created_via_api": cmd.created_via_api,
+                "authentication_token": secrets.token_urlsafe(24),
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        return self._store_pass(record, template, design, "created", {}, insert=True)
+
+    async def _pass_or_404(self, cmd: UpdatePass | VoidPass) -> PassRecord:
+        record = await self._repo.pass_(cmd.account_id, cmd.mode, cmd.pass_id)
+        if record is None:
+            raise not_found("pass", cmd.pass_id)
+        return record
+
+    async def _update_pass(self, cmd: UpdatePass) -> Outcome:
+        record = await self._pass_or_404(cmd)
+        if record.voided:
+            raise InvalidRequest(
+                f"Pass '{record.id}' is voided and can no longer be updated.", code="pass_voided"
+            )
+        template = await self._template_or_404(cmd, record.template_id, None)
+        design = Design.model_validate(template.design)
+        field_values = dict(record.field_values)
+        metadata = dict(record.metadata)
+        if cmd.field_values is not None:
+            check_field_values(design, cmd.field_values)
+            field_values.update(cmd.field_values)
+        for key, value in (cmd.metadata or {}).items():
+            # A null value removes the key, as in Stripe's metadata.
+            if value is None:
+                metadata.pop(key, None)
+            else:
+                metadata[key] = value
+        updated = record.model_copy(
+            update={
+                "field_values": field_values,
+                "metadata": metadata,
+                "version": record.version + 1,
+                "updated_at": self._clock.now(),
+            }
+        )
+        changed = {
+            "field_values": sorted(cmd.field_values or {}),
+            "metadata": sorted(cmd.metadata or {}),
+        }
+        return self._store_pass(updated, template, design, "updated", changed, insert=False)
+
+    async def _void_pass(self, cmd: VoidPass) -> Outcome:
+        record = await self._pass_or_404(cmd)
+        if record.voided:
+            # Voiding twice answers the voided pass and records nothing new.
+            async def nothing(uow: UnitOfWork) -> None:
+                return None
+
+            return Outcome(result=record.model_dump(mode="json"), apply=nothing)
+        template = await self._template_or_404(cmd, record.template_id, None)
+        now = self._clock.now()
+        updated = record.model_copy(
+            update={
+                "voided": True,
+                "voided_at": now,
+                "version": record.version + 1,
+                "updated_at": now,
+            }
+        )
+        design = Design.model_validate(template.design)
+        return self._store_pass(updated, template, design, "voided", {}, insert=False)
+
+    def _store_pass(
+        self,
+        record: PassRecord,
+        template: TemplateRecord,
+        design: Design,
+        event_type: PassEventType,
+        event_metadata: dict[str, Any],
+        *,
+        insert: bool,
+    ) -> Outcome:
+        pkpass = build_pkpass(self._content(record, template, design), self._identity)
+        event = PassEventMessage(
+            id=new_id("pass_event"),
+            account_id=record.account_id,
+            mode=record.mode,
+            pass_id=record.id,
+            event_type=event_type,
+            metadata=event_metadata,
+            created_at=record.updated_at,
+            pass_snapshot=record.snapshot(),
+        )
+
+        async def apply(uow: UnitOfWork) -> None:
+            if insert:
+                await uow.insert_pass(record)
+            else:
+                await uow.replace_pass(record)
+            await uow.store_pass_file(record.id, record.version, pkpass, record.updated_at)
+
+        return Outcome(result=record.model_dump(mode="json"), apply=apply, events=[event])
+
+    def _content(self, record: PassRecord, template: TemplateRecord, design: Design) -> PassContent:
+        return PassContent(
+            apple_style=template.apple_style,
+            design=design,
+            serial_number=record.serial_number,
+            short_id=record.short_id,
+            field_values=record.field_values,
+            holder_name=record.holder_name,
+            authentication_token=record.authentication_token,
+            web_service_url=self._wallet_url,
+            voided=record.voided,
+        )
+
+    async def _free_short_id(self) -> str:
+        # 95 random bits make a collision practically impossible; the unique index is the guard.
+        while True:
+            candidate = short_slug()
+            if not await self._repo.short_id_taken(candidate):
+                return candidate

@@ -1,0 +1,6 @@
+from services.webhooks.app import create_app
+from services.webhooks.config import WebhooksSettings
+from shared.runner import serve
+
+settings = WebhooksSettings()
+serve("webhooks", create_app(settings), settings.host, settings.port, settings.log_level)

@@ -1,0 +1,43 @@
+"""Opening and closing the Mongo client and the NATS broker inside a lifespan."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from faststream.nats import NatsBroker
+
+from shared.mongo import Database, MongoClient, create_client
+from shared.nats import create_broker
+from shared.settings import ServiceSettings
+
+
+@dataclass
+class Connections:
+    mongo: MongoClient
+    db: Database
+    broker: NatsBroker
+
+    async def ping_mongo(self) -> None:
+        await self.db.command("ping")
+
+    async def ping_nats(self) -> None:
+        if not await self.broker.ping(timeout=2.0):
+            raise ConnectionError("NATS did not answer a ping")
+
+
+def open_connections(settings: ServiceSettings) -> Connections:
+    mongo = create_client(settings.mongodb_url)
+    return Connections(
+        mongo=mongo, db=mongo[settings.mongodb_database], broker=create_broker(settings.nats_url)
+    )
+
+
+@asynccontextmanager
+async def running(connections: Connections) -> AsyncIterator[Connections]:
+    """Start the broker (with the subscribers registered on it) and close both at the end."""
+    await connections.broker.start()
+    try:
+        yield connections
+    finally:
+        await connections.broker.stop()
+        await connections.mongo.close()

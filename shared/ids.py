@@ -1,0 +1,71 @@
+"""Prefixed, time-sortable identifiers: `new_id("pass")` -> `pass_0Mx3...`.
+
+An id is a 48-bit millisecond timestamp followed by 80 random bits, written as 22 base62
+characters in ASCII order, so ids sort by creation time (cursors and "newest first" rely on it).
+Within one process ids are strictly increasing even inside one millisecond.
+"""
+
+import secrets
+import threading
+import time
+from typing import Final
+
+ALPHABET: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ID_CHARS: Final = 22
+_RANDOM_BITS: Final = 80
+
+PREFIXES: Final = {
+    "account": "acct",
+    "api_key": "key",
+    "pass": "pass",
+    "template": "tmpl",
+    "pass_event": "psEvnt",
+    "webhook": "whk",
+    "webhook_delivery": "whd",
+    "download_link": "pdl",
+    "webhook_secret": "whsec",
+    "request": "req",
+    "command": "cmd",
+}
+
+_lock = threading.Lock()
+_last = 0
+
+
+def _base62(value: int, width: int) -> str:
+    chars = []
+    for _ in range(width):
+        value, rem = divmod(value, 62)
+        chars.append(ALPHABET[rem])
+    return "".join(reversed(chars))
+
+
+def new_id(kind: str) -> str:
+    """A new id for a kind named in PREFIXES (e.g. "pass" -> "pass_...")."""
+    global _last
+    with _lock:
+        candidate = (time.time_ns() // 1_000_000) << _RANDOM_BITS | secrets.randbits(_RANDOM_BITS)
+        _last = candidate if candidate > _last else _last + 1
+        value = _last
+    return f"{PREFIXES[kind]}_{_base62(value, _ID_CHARS)}"
+
+
+def has_prefix(value: str, kind: str) -> bool:
+    """Whether `value` looks like an id of `kind`: right prefix, right length, base62 body."""
+    prefix = PREFIXES[kind] + "_"
+    body = value[len(prefix) :]
+    return (
+        value.startswith(prefix)
+        and len(body) == _ID_CHARS
+        and all(char in ALPHABET for char in body)
+    )
+
+
+def random_token(kind: str, nbytes: int = 24) -> str:
+    """A secret token with a type prefix and `nbytes` of randomness (default 192 bits)."""
+    return f"{PREFIXES[kind]}_{secrets.token_urlsafe(nbytes)}"
+
+
+def short_slug(length: int = 16) -> str:
+    """A URL-safe, unguessable slug: `length` base62 characters (16 -> ~95 bits)."""
+    return "".join(secrets.choice(ALPHABET) for _ in range(length))

@@ -1,0 +1,134 @@
+"""Message contracts: every message on NATS is one of these models. Subjects live beside them.
+
+Commands go from the api to the service that owns the data over NATS request/reply; each
+carries a `command_id` that makes it idempotent at the receiver (a replayed command returns the
+stored result). Replies are `CommandOk` or `CommandFailed`. Lifecycle events go to the
+JetStream stream `EVENTS_STREAM` with the event id as `Nats-Msg-Id`.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from shared.models import PassSnapshot
+
+Mode = Literal["test", "live"]
+
+ISSUER_COMMANDS = "tessera.issuer.cmd"
+ISSUER_QUEUE = "issuer"
+EVENTS_STREAM = "TESSERA_EVENTS"
+EVENTS_SUBJECT_PREFIX = "tessera.events"
+EVENTS_CONSUMER = "events"
+WEBHOOKS_CONSUMER = "webhooks"
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Command(_Message):
+    command_id: str
+    account_id: str
+    mode: Mode
+    request_id: str | None = None
+
+
+class CreateTemplate(_Command):
+    type: Literal["create_template"] = "create_template"
+    name: str
+    template_type: str
+    apple_style: str
+    design: dict[str, Any]
+    require_download_link: bool = False
+
+
+class UpdateTemplate(_Command):
+    type: Literal["update_template"] = "update_template"
+    template_id: str
+    name: str | None = None
+    design: dict[str, Any] | None = None
+    archived: bool | None = None
+    require_download_link: bool | None = None
+
+
+class CreatePass(_Command):
+    type: Literal["create_pass"] = "create_pass"
+    template_id: str
+    holder_email: str | None = None
+    holder_name: str | None = None
+    field_values: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_via_api: bool = True
+
+
+class UpdatePass(_Command):
+    type: Literal["update_pass"] = "update_pass"
+    pass_id: str
+    field_values: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class VoidPass(_Command):
+    type: Literal["void_pass"] = "void_pass"
+    pass_id: str
+
+
+IssuerCommand = Annotated[
+    CreateTemplate | UpdateTemplate | CreatePass | UpdatePass | VoidPass,
+    Field(discriminator="type"),
+]
+issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)
+
+
+def issuer_subject(command_type: str) -> str:
+    return f"{ISSUER_COMMANDS}.{command_type}"
+
+
+class WireError(_Message):
+    type: str
+    status: int
+    message: str
+    param: str | None = None
+    code: str | None = None
+
+
+class CommandOk(_Message):
+    ok: Literal[True] = True
+    result: dict[str, Any]
+
+
+class CommandFailed(_Message):
+    ok: Literal[False] = False
+    error: WireError
+
+
+CommandReply = Annotated[CommandOk | CommandFailed, Field(discriminator="ok")]
+command_reply_adapter: TypeAdapter[CommandReply] = TypeAdapter(CommandReply)
+
+
+PassEventType = Literal[
+    "created", "url_viewed", "downloaded", "installed", "updated", "removed", "voided"
+]
+
+
+class PassEventMessage(_Message):
+    """A pass lifecycle event as published to the stream (and recorded by the events service)."""
+
+    type: Literal["pass_event"] = "pass_event"
+    id: str
+    account_id: str
+    mode: Mode
+    pass_id: str
+    event_type: PassEventType
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    # The pass as it was right after the event, so consumers need not read it back.
+    pass_snapshot: PassSnapshot
+
+    @property
+    def subject(self) -> str:
+        return f"{EVENTS_SUBJECT_PREFIX}.pass.{self.event_type}"
+
+
+pass_event_adapter: TypeAdapter[PassEventMessage] = TypeAdapter(PassEventMessage)

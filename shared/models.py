@@ -1,0 +1,80 @@
+"""Stored records that more than one service reads: the owner writes them, the api reads them.
+
+Each maps one MongoDB document (`_id` is the object id) and crosses NATS as JSON.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["test", "live"]
+TemplateType = Literal["event", "membership", "coupon", "loyalty", "generic"]
+AppleStyle = Literal["eventTicket", "generic", "storeCard", "coupon", "boardingPass"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    id: str = Field(alias="_id")
+    account_id: str
+    mode: Mode
+    created_at: datetime
+
+    def to_document(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True)
+
+
+class TemplateRecord(_Record):
+    name: str
+    type: TemplateType
+    apple_style: AppleStyle
+    design: dict[str, Any]
+    archived: bool = False
+    require_download_link: bool = False
+    updated_at: datetime
+
+
+class PassSnapshot(BaseModel):
+    """The pass fields a webhook delivery carries (spec 6.3 data.pass)."""
+
+    id: str
+    short_id: str
+    mode: Mode
+    holder_email: str | None
+    holder_name: str | None
+    field_values: dict[str, str]
+    voided: bool
+
+
+class PassRecord(_Record):
+    short_id: str
+    template_id: str
+    serial_number: str
+    holder_email: str | None = None
+    holder_name: str | None = None
+    field_values: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    voided: bool = False
+    voided_at: datetime | None = None
+    created_via_api: bool = True
+    authentication_token: str
+    version: int = 1
+    updated_at: datetime
+
+    def snapshot(self) -> PassSnapshot:
+        return PassSnapshot(
+            id=self.id,
+            short_id=self.short_id,
+            mode=self.mode,
+            holder_email=self.holder_email,
+            holder_name=self.holder_name,
+            field_values=self.field_values,
+            voided=self.voided,
+        )
+
+
+class PassEventRecord(_Record):
+    pass_id: str
+    type: str
+    metadata: dict[str, Any] = Field(default_factory=dict)

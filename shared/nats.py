@@ -1,0 +1,106 @@
+"""NATS helpers: the broker factory, the events stream, and request/reply with error replies.
+
+FastStream sends no reply when a handler raises, so every command handler goes through
+`reply_to_command`, which always answers: the result, or the error as a `CommandFailed`.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from faststream.nats import JStream, NatsBroker
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import StorageType
+from nats.js.errors import BadRequestError
+from pydantic import BaseModel, ValidationError
+
+from shared.errors import ApiError, InternalError, error_from_wire
+from shared.messages import (
+    EVENTS_STREAM,
+    EVENTS_SUBJECT_PREFIX,
+    CommandFailed,
+    CommandOk,
+    WireError,
+    command_reply_adapter,
+)
+
+log = logging.getLogger(__name__)
+
+# JetStream drops a re-published event with the same Nats-Msg-Id inside this window; the
+# consumers also dedupe by event id, so a replay after the window is still harmless.
+DUPLICATE_WINDOW = timedelta(minutes=10)
+
+
+def create_broker(url: str) -> NatsBroker:
+    return NatsBroker(url, logger=None, max_reconnect_attempts=-1, reconnect_time_wait=1)
+
+
+def events_stream() -> JStream:
+    return JStream(
+        EVENTS_STREAM,
+        subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
+        storage=StorageType.FILE,
+        duplicate_window=DUPLICATE_WINDOW.total_seconds(),
+    )
+
+
+async def request_command(
+    broker: NatsBroker, subject: str, command: BaseModel, timeout_seconds: float
+) -> dict[str, Any]:
+    """Send a command and return its result, or raise the ApiError the receiver replied with."""
+    try:
+        reply = await broker.request(
+            command.model_dump_json().encode(), subject, timeout=timeout_seconds
+        )
+    except NoRespondersError as exc:
+        raise InternalError(
+            "The service that handles this request is unavailable; retry shortly.",
+            code="service_unavailable",
+        ) from exc
+    except (NatsTimeout, TimeoutError) as exc:
+        raise InternalError(
+            "The request did not complete in time; retry it with the same Idempotency-Key.",
+            code="timeout",
+        ) from exc
+    parsed = command_reply_adapter.validate_json(reply.body)
+    if isinstance(parsed, CommandOk):
+        return parsed.result
+    err = parsed.error
+    raise error_from_wire(err.type, err.status, err.message, err.param, err.code)
+
+
+async def reply_to_command(
+    body: bytes, handle: Callable[[bytes], Awaitable[dict[str, Any]]]
+) -> bytes:
+    """Run a command handler and always produce a reply, never an exception."""
+    error: ApiError
+    try:
+        return CommandOk(result=await handle(body)).model_dump_json().encode()
+    except ApiError as exc:
+        error = exc
+    except ValidationError as exc:
+        log.error("malformed command: %s", exc.errors(include_input=False))
+        error = InternalError("Malformed internal command.")
+    except Exception:
+        log.exception("command failed")
+        error = InternalError("An internal error occurred.")
+    wire = WireError(
+        type=error.type,
+        status=error.status,
+        message=error.message,
+        param=error.param,
+        code=error.code,
+    )
+    return CommandFailed(error=wire).model_dump_json().encode()
+
+
+async def ensure_events_stream(broker: NatsBroker) -> None:
+    """Create the events stream, or bring an existing one to the current config."""
+    js = broker.connection.jetstream()
+    config = events_stream().config
+    try:
+        await js.add_stream(config=config)
+    except BadRequestError:
+        await js.update_stream(config=config)

@@ -1,0 +1,50 @@
+"""Settings every service shares. Each service subclasses `ServiceSettings` with its own prefix.
+
+Common fields read their `TESSERA_*` variable whatever the subclass prefix is (explicit aliases),
+so one `.env` configures the whole stack; service fields use the service prefix
+(`TESSERA_API_PORT`, `TESSERA_ISSUER_DATA_DIR`, ...).
+"""
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Environment = Literal["development", "test", "production"]
+_PLACEHOLDERS = {"", "changeme", "change-me", "secret", "placeholder", "xxx", "todo"}
+
+
+def _common(name: str) -> AliasChoices:
+    return AliasChoices(f"TESSERA_{name}")
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TESSERA_", extra="ignore")
+
+    environment: Environment = Field("development", validation_alias=_common("ENVIRONMENT"))
+    nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_common("NATS_URL"))
+    mongodb_url: str = Field(
+        "mongodb://127.0.0.1:27017/?directConnection=true",
+        validation_alias=_common("MONGODB_URL"),
+    )
+    mongodb_database: str = Field("tessera", validation_alias=_common("MONGODB_DATABASE"))
+    log_level: str = Field("INFO", validation_alias=_common("LOG_LEVEL"))
+    host: str = Field("127.0.0.1", validation_alias=_common("HOST"))
+    base_url: str = Field("http://127.0.0.1:8000", validation_alias=_common("BASE_URL"))
+    site_url: str = Field("http://127.0.0.1:8000", validation_alias=_common("SITE_URL"))
+    wallet_url: str = Field("http://127.0.0.1:8001", validation_alias=_common("WALLET_URL"))
+    request_timeout_seconds: float = Field(
+        5.0, gt=0, validation_alias=_common("REQUEST_TIMEOUT_SECONDS")
+    )
+
+    @field_validator("base_url", "site_url", "wallet_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
+def refuse_placeholder(value: str | None, environment: Environment, name: str) -> str | None:
+    """Secrets have no defaults; outside development a placeholder value is refused."""
+    if value is not None and environment != "development" and value.lower() in _PLACEHOLDERS:
+        raise ValueError(f"{name} is a placeholder; set a real secret")
+    return value

