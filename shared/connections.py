@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from faststream.nats import NatsBroker
 
 from shared.mongo import Database, MongoClient, create_client
-from shared.nats import create_broker
+from shared.nats import create_broker, ensure_events_stream
 from shared.settings import ServiceSettings
 
 
@@ -35,6 +35,9 @@ def open_connections(settings: ServiceSettings) -> Connections:
 @asynccontextmanager
 async def running(connections: Connections) -> AsyncIterator[Connections]:
     """Start the broker (with the subscribers registered on it) and close both at the end."""
+    await connections.broker.connect()
+    # Every service declares the stream before its consumers start, whatever the start order.
+    await ensure_events_stream(connections.broker)
     await connections.broker.start()
     try:
         yield connections

@@ -12,7 +12,7 @@ from typing import Any
 from faststream.nats import JStream, NatsBroker
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
-from nats.js.api import StorageType
+from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 from pydantic import BaseModel, ValidationError
 
@@ -37,13 +37,18 @@ def create_broker(url: str) -> NatsBroker:
     return NatsBroker(url, logger=None, max_reconnect_attempts=-1, reconnect_time_wait=1)
 
 
-def events_stream() -> JStream:
-    return JStream(
-        EVENTS_STREAM,
+def events_stream_config() -> StreamConfig:
+    return StreamConfig(
+        name=EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW.total_seconds(),
     )
+
+
+def events_stream() -> JStream:
+    """The stream as subscribers name it; `ensure_events_stream` declares it, not FastStream."""
+    return JStream(EVENTS_STREAM, declare=False)
 
 
 async def request_command(
@@ -99,7 +104,7 @@ async def reply_to_command(
 async def ensure_events_stream(broker: NatsBroker) -> None:
     """Create the events stream, or bring an existing one to the current config."""
     js = broker.connection.jetstream()
-    config = events_stream().config
+    config = events_stream_config()
     try:
         await js.add_stream(config=config)
     except BadRequestError:

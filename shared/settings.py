@@ -7,7 +7,7 @@ so one `.env` configures the whole stack; service fields use the service prefix
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Environment = Literal["development", "test", "production"]
@@ -19,7 +19,7 @@ def _common(name: str) -> AliasChoices:
 
 
 class ServiceSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TESSERA_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TESSERA_", extra="ignore", env_ignore_empty=True)
 
     environment: Environment = Field("development", validation_alias=_common("ENVIRONMENT"))
     nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_common("NATS_URL"))
@@ -41,6 +41,15 @@ class ServiceSettings(BaseSettings):
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _https_in_production(self) -> "ServiceSettings":
+        # Apple Wallet only calls a web service over HTTPS; holders' links should be too.
+        if self.environment == "production":
+            for name in ("site_url", "wallet_url"):
+                if not getattr(self, name).startswith("https://"):
+                    raise ValueError(f"TESSERA_{name.upper()} must be https:// in production")
+        return self
 
 
 def refuse_placeholder(value: str | None, environment: Environment, name: str) -> str | None:

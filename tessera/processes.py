@@ -27,6 +27,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port_block(count: int, host: str = "127.0.0.1") -> int:
+    """The first of `count` consecutive free ports (for the api port and its offsets)."""
+    while True:
+        first = free_port(host)
+        if first + count < 65535 and all(port_free(first + i, host) for i in range(1, count)):
+            return first
+
+
 def executable(name: str) -> str:
     """A console script of this environment (nats-server, secantusd-py), else one on PATH."""
     beside = Path(sys.executable).parent / name

@@ -14,7 +14,6 @@ from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
-from shared.nats import ensure_events_stream
 
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -31,8 +30,6 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
         async with running(conn):
-            # Declare the stream before the relay's first publish.
-            await ensure_events_stream(conn.broker)
             relay.start()
             try:
                 yield

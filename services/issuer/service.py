@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from services.issuer.pkpass import PassContent, build_pkpass
+from services.issuer.pkpass import PassContent, build_pkpass, decode_png
 from services.issuer.repository import IssuerRepository, UnitOfWork
 from services.issuer.signing import SigningIdentity
 from shared.clock import Clock
@@ -54,6 +54,11 @@ def validate_design(design: dict[str, Any], apple_style: str) -> Design:
         first = exc.errors()[0]
         path = ".".join(str(part) for part in ("design", *first["loc"]))
         raise InvalidRequest(f"Invalid design: {first['msg']}", param=path) from exc
+    for name, encoded in model.images.model_dump(exclude_none=True).items():
+        try:
+            decode_png(encoded, name)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc), param=f"design.images.{name}") from exc
     if apple_style == "boardingPass" and model.transit_type is None:
         raise InvalidRequest(
             "A boardingPass template needs design.transit_type.", param="design.transit_type"

@@ -3,7 +3,6 @@ the four services as real processes. Each test module gets its own nats-server a
 """
 
 import secrets
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from tessera.processes import (
     SERVICES,
     Child,
     base_env,
-    free_port,
+    free_port_block,
     service_argv,
     stop_all,
     wait_ready,
@@ -115,24 +114,10 @@ class Stack:
 
 
 def new_stack(nats_url: str, mongo_url: str, work_dir: Path) -> Stack:
-    # Four consecutive free ports: probe a base until base..base+3 are all free.
-    while True:
-        base = free_port()
-        if base + 3 < 65535 and all(_port_free(base + i) for i in range(1, 4)):
-            break
     return Stack(
         nats_url=nats_url,
         mongo_url=mongo_url,
         database=f"t_{secrets.token_hex(6)}",
         work_dir=work_dir,
-        api_port=base,
+        api_port=free_port_block(len(SERVICES)),
     )
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True

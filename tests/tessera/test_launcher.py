@@ -1,0 +1,104 @@
+"""`tessera up`: the whole stack from one command, as a new user runs it."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tessera.processes import PORT_OFFSETS, free_port_block
+from tests.support.flows import TEMPLATE_BODY, poll
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+READY_KEYS = {"base_url", "site_url", "wallet_url", "nats_url", "mongodb_url"}
+
+
+def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tessera.cli", "up", "--data-dir", str(data_dir),
+             "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )  # fmt: skip
+
+
+def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes]) -> dict[str, str]:
+    ready = data_dir / "ready.json"
+    poll(lambda: ready.exists() or proc.poll() is not None, bool, timeout=90)
+    assert proc.poll() is None, "tessera up exited during start"
+    loaded: dict[str, str] = json.loads(ready.read_text())
+    return loaded
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> float:
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=15)
+    return time.monotonic() - started
+
+
+def _pid_of(service: str, port: int) -> int:
+    """The pid of `python -m services.<service>` listening on `port` (Linux /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        wanted = f"TESSERA_{service.upper()}_PORT={port}".encode()
+        if f"services.{service}".encode() in cmdline and wanted in environ.split(b"\0"):
+            return int(entry.name)
+    raise AssertionError(f"no {service} process on port {port}")
+
+
+def test_up_runs_restarts_stops_and_keeps_data(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "up.log"
+    port = free_port_block(len(PORT_OFFSETS))
+    proc = _start(data_dir, port, log)
+    try:
+        ready = _wait_ready(data_dir, proc)
+        assert set(ready) == READY_KEYS
+        assert ready["base_url"] == f"http://127.0.0.1:{port}"
+        assert ready["wallet_url"] == f"http://127.0.0.1:{port + PORT_OFFSETS['events']}"
+        key = re.search(r"Test API key:\s+(svc_test_\S+)", log.read_text())
+        assert key is not None, log.read_text()
+        headers = {"Authorization": f"Bearer {key.group(1)}"}
+        with httpx2.Client(base_url=ready["base_url"], headers=headers, timeout=30) as client:
+            created = client.post("/v1/templates", json=TEMPLATE_BODY)
+            assert created.status_code == 200, created.text
+
+            # A service that dies is restarted by the launcher, and says so.
+            issuer_port = port + PORT_OFFSETS["issuer"]
+            os.kill(_pid_of("issuer", issuer_port), signal.SIGKILL)
+            poll(lambda: "issuer exited" in log.read_text(), bool)
+            poll(
+                lambda: client.post("/v1/passes", json={"template_id": created.json()["id"]}),
+                lambda response: response.status_code == 200,
+                timeout=60,
+            )
+        assert _stop(proc) < 10
+        assert proc.returncode == 0
+        assert not (data_dir / "ready.json").exists()
+        with pytest.raises(httpx2.ConnectError):
+            httpx2.get(f"{ready['base_url']}/healthz")
+
+        # A second start on the same data dir keeps the account, its key and its data.
+        proc = _start(data_dir, port, log)
+        ready = _wait_ready(data_dir, proc)
+        with httpx2.Client(base_url=ready["base_url"], headers=headers, timeout=30) as client:
+            fetched = client.get(f"/v1/templates/{created.json()['id']}")
+            assert fetched.status_code == 200
+    finally:
+        if proc.poll() is None:
+            _stop(proc)

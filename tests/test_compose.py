@@ -1,0 +1,131 @@
+"""docker-compose.yml, .env.example and the Dockerfile agree with the services' settings classes."""
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import AliasChoices
+
+from services.api.config import ApiSettings
+from services.events.config import EventsSettings
+from services.issuer.config import IssuerSettings
+from services.webhooks.config import WebhooksSettings
+from shared.settings import ServiceSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS: dict[str, type[ServiceSettings]] = {
+    "api": ApiSettings,
+    "events": EventsSettings,
+    "issuer": IssuerSettings,
+    "webhooks": WebhooksSettings,
+}
+PUBLISHED = {"api", "events"}
+DUMMY_SECRET = "x" * 40
+
+
+def _compose() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert isinstance(data, dict)
+    services = data["services"]
+    assert isinstance(services, dict)
+    return services
+
+
+def _env_example() -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in (ROOT / ".env.example").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, sep, value = line.partition("=")
+            assert sep, f"not KEY=value: {line!r}"
+            values[key.strip()] = value.strip()
+    return values
+
+
+def _service_env(name: str) -> dict[str, str]:
+    return {key: str(value) for key, value in _compose()[name]["environment"].items()}
+
+
+def accepted_names(cls: type[ServiceSettings]) -> set[str]:
+    """The environment variables `cls` reads (upper-cased; pydantic-settings ignores case)."""
+    prefix = cls.model_config.get("env_prefix", "")
+    names: set[str] = set()
+    for field_name, field in cls.model_fields.items():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+        elif isinstance(alias, str):
+            names.add(alias)
+        else:
+            names.add(prefix + field_name)
+    return {name.upper() for name in names}
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_service_container(name: str) -> None:
+    service = _compose()[name]
+    assert service["command"] == ["python", "-m", f"services.{name}"]
+    assert service["build"] == "."
+    assert service["image"] == "tessera:latest"
+    unknown = {key.upper() for key in _service_env(name)} - accepted_names(SETTINGS[name])
+    assert not unknown, f"{name} does not read {sorted(unknown)}"
+    port = _service_env(name)[f"TESSERA_{name.upper()}_PORT"]
+    health = " ".join(service["healthcheck"]["test"])
+    assert re.findall(r"http://127\.0\.0\.1:(\d+)/readyz", health) == [port]
+    published = [str(mapping) for mapping in service.get("ports", [])]
+    assert published == ([f"{port}:{port}"] if name in PUBLISHED else [])
+    depends = service["depends_on"]
+    assert {dep: depends[dep]["condition"] for dep in depends} == {
+        "nats": "service_healthy",
+        "mongo": "service_healthy",
+    }
+
+
+def test_env_example_names_real_settings() -> None:
+    known = set().union(*(accepted_names(cls) for cls in SETTINGS.values()))
+    unknown = {key.upper() for key in _env_example()} - known
+    assert not unknown, f"no service reads {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_settings_load_in_production(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in os.environ:
+        if key.upper().startswith("TESSERA_"):
+            monkeypatch.delenv(key)
+    env = {**_env_example(), **_service_env(name)}
+    for key, value in env.items():
+        if key.startswith("TESSERA_ISSUER_APPLE_") and key.endswith("_PATH"):
+            stand_in = tmp_path / Path(value).name
+            stand_in.write_text("-----BEGIN CERTIFICATE-----\n")
+            value = str(stand_in)
+        monkeypatch.setenv(key, value or DUMMY_SECRET)
+    settings = SETTINGS[name]()
+    assert settings.environment == "production"
+    assert settings.host == "0.0.0.0"
+    assert str(settings.model_dump()["port"]) == env[f"TESSERA_{name.upper()}_PORT"]
+
+
+def test_issuer_secrets_come_from_the_read_only_mount() -> None:
+    issuer = _compose()["issuer"]
+    assert "./secrets:/run/secrets/tessera:ro" in issuer["volumes"]
+    paths = {k: v for k, v in _service_env("issuer").items() if k.endswith("_PATH")}
+    assert len(paths) == 3
+    assert all(path.startswith("/run/secrets/tessera/") for path in paths.values())
+
+
+def test_backing_services() -> None:
+    services = _compose()
+    assert "-js" in services["nats"]["command"]
+    replica_set = services["mongo"]["command"][services["mongo"]["command"].index("--replSet") + 1]
+    for name in SETTINGS:
+        assert f"replicaSet={replica_set}" in _service_env(name)["TESSERA_MONGODB_URL"]
+
+
+def test_image_runs_as_non_root() -> None:
+    users = re.findall(r"^USER\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
+    assert users, "the Dockerfile never switches away from root"
+    assert users[-1].split(":")[0] not in {"root", "0"}
