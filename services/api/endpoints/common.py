@@ -12,6 +12,7 @@ from services.api.deps import ApiContext
 from services.api.idempotency import execute, fingerprint
 from shared.errors import InvalidRequest, not_found
 from shared.ids import has_prefix
+from shared.logs import request_id_var
 from shared.messages import issuer_subject
 from shared.pagination import PageRequest
 
@@ -28,7 +29,8 @@ async def run_command(
     """Send the command built for a command_id to the issuer, under the idempotency rules."""
 
     async def action(command_id: str) -> tuple[int, Any]:
-        command = build(command_id)
+        # The request id travels with the command so the owner's log lines carry it too.
+        command = build(command_id).model_copy(update={"request_id": request_id_var.get()})
         result = await ctx.command(issuer_subject(command.type), command)  # type: ignore[attr-defined]
         return 200, shape(result)
 

@@ -1,0 +1,50 @@
+"""Secrets are stored hashed and never logged; request ids reach every service's logs."""
+
+from typing import Any
+
+import pytest
+from pymongo import MongoClient
+from pymongo.synchronous.database import Database
+
+from tests.support.flows import make_template
+from tests.support.stack import Stack
+
+pytestmark = pytest.mark.e2e
+
+
+def test_api_keys_are_stored_hashed_and_never_logged(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        make_template(client)
+        assert client.get("/v1/passes", params={"holder_email": "x@example.com"}).status_code == 200
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        db: Database[dict[str, Any]] = mongo[stack.database]
+        stored = list(db["api_keys"].find({"account_id": account.id}))
+        dumped = repr(list(db["accounts"].find()) + stored)
+    assert len(stored) == 2
+    assert account.test_key not in dumped
+    assert account.live_key not in dumped
+    for name in ("api", "issuer", "events", "webhooks"):
+        text = (stack.work_dir / "logs" / f"{name}.log").read_text()
+        assert account.test_key not in text
+        assert stack.admin_token not in text
+
+
+def test_request_id_is_returned_and_logged_by_api_and_issuer(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        response = client.post(
+            "/v1/templates",
+            json={"name": "x", "type": "generic", "apple_style": "generic", "design": {}},
+        )
+    request_id = response.headers["Request-Id"]
+    assert request_id.startswith("req_")
+    assert response.status_code == 400  # the design lacks its required fields
+    assert request_id in (stack.work_dir / "logs" / "api.log").read_text()
+
+    with stack.client(headers=account.headers()) as client:
+        created = client.post("/v1/passes", json={"template_id": make_template(client)["id"]})
+    request_id = created.headers["Request-Id"]
+    issuer_log = (stack.work_dir / "logs" / "issuer.log").read_text()
+    assert request_id in issuer_log
