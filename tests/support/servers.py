@@ -54,7 +54,7 @@ def _docker_or_skip() -> None:
 
         docker.from_env().ping()
     except Exception as exc:  # any failure to reach an engine means: no containers here
-        pytest.skip(f"TESSERA_TEST_BACKEND=containers needs a Docker engine: {exc}")
+        pytest.skip(f"real mongo/nats containers need a Docker engine; none answers here: {exc}")
 
 
 @contextmanager
