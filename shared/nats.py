@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 # JetStream drops a re-published event with the same Nats-Msg-Id inside this window; the
 # consumers also dedupe by event id, so a replay after the window is still harmless.
 DUPLICATE_WINDOW = timedelta(minutes=10)
+# The stream is a buffer between services, not the record (MongoDB is): a consumer that is down
+# for up to this long still receives everything when it comes back.
+EVENTS_RETENTION = timedelta(days=30)
 
 
 def create_broker(url: str) -> NatsBroker:
@@ -43,6 +46,7 @@ def events_stream_config() -> StreamConfig:
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW.total_seconds(),
+        max_age=EVENTS_RETENTION.total_seconds(),
     )
 
 

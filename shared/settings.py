@@ -19,7 +19,9 @@ def _common(name: str) -> AliasChoices:
 
 
 class ServiceSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TESSERA_", extra="ignore", env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="TESSERA_", extra="ignore", env_ignore_empty=True, populate_by_name=True
+    )
 
     environment: Environment = Field("development", validation_alias=_common("ENVIRONMENT"))
     nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_common("NATS_URL"))

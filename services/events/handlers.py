@@ -1,12 +1,17 @@
 """The events service's durable JetStream consumer: record each event, then acknowledge."""
 
+import logging
+
 from faststream import AckPolicy
 from faststream.nats import NatsBroker, NatsMessage, PullSub
+from pydantic import ValidationError
 
 from services.events.repository import EventsRepository
 from services.events.service import record_event
 from shared.messages import EVENTS_CONSUMER, EVENTS_SUBJECT_PREFIX, pass_event_adapter
 from shared.nats import events_stream
+
+log = logging.getLogger(__name__)
 
 
 def register(broker: NatsBroker, repo: EventsRepository) -> None:
@@ -19,4 +24,11 @@ def register(broker: NatsBroker, repo: EventsRepository) -> None:
         ack_policy=AckPolicy.NACK_ON_ERROR,
     )
     async def on_event(msg: NatsMessage) -> None:
-        await record_event(repo, pass_event_adapter.validate_json(msg.body))
+        try:
+            event = pass_event_adapter.validate_json(msg.body)
+        except ValidationError:
+            # A message that can never parse would be redelivered forever: drop it, loudly.
+            log.error("dropping malformed event %s on %s", msg.message_id, msg.raw_message.subject)
+            await msg.reject()
+            return
+        await record_event(repo, event)

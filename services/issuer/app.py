@@ -24,7 +24,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     service = IssuerService(
         repo, signing_identity(settings), settings.wallet_url, clock or SystemClock(), relay.notify
     )
-    handlers.register(conn.broker, service)
+    handlers.register(conn.broker, service, settings.command_workers)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

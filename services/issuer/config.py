@@ -22,6 +22,8 @@ class IssuerSettings(ServiceSettings):
     apple_private_key_password: str | None = None
     apple_wwdr_certificate_path: Path | None = None
     outbox_poll_seconds: float = 1.0
+    # Commands handled at once by one issuer process (each in its own transaction).
+    command_workers: int = 16
 
     @model_validator(mode="after")
     def _identity_complete(self) -> "IssuerSettings":

@@ -13,7 +13,7 @@ from shared.nats import reply_to_command
 log = logging.getLogger(__name__)
 
 
-def register(broker: NatsBroker, service: IssuerService) -> None:
+def register(broker: NatsBroker, service: IssuerService, max_workers: int) -> None:
     async def handle(body: bytes) -> dict[str, Any]:
         command = issuer_command_adapter.validate_json(body)
         request_id_var.set(command.request_id)
@@ -22,6 +22,6 @@ def register(broker: NatsBroker, service: IssuerService) -> None:
         log.info("%s %s handled", command.type, command.command_id)
         return result
 
-    @broker.subscriber(f"{ISSUER_COMMANDS}.*", queue=ISSUER_QUEUE)
+    @broker.subscriber(f"{ISSUER_COMMANDS}.*", queue=ISSUER_QUEUE, max_workers=max_workers)
     async def on_command(msg: NatsMessage) -> bytes:
         return await reply_to_command(msg.body, handle)

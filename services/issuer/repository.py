@@ -19,6 +19,10 @@ from shared.pagination import Page, PageRequest, fetch_page
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 
 
+class ConcurrentUpdate(Exception):
+    """Another command changed the record between our read and our write; retry the command."""
+
+
 class IssuerRepository:
     def __init__(self, client: MongoClient, db: Database):
         self._client = client
@@ -87,10 +91,15 @@ class UnitOfWork:
     async def insert_pass(self, record: PassRecord) -> None:
         await self._repo.passes.insert_one(record.to_document(), session=self._session)
 
-    async def replace_pass(self, record: PassRecord) -> None:
-        await self._repo.passes.replace_one(
-            {"_id": record.id}, record.to_document(), session=self._session
+    async def replace_pass(self, record: PassRecord, expected_version: int) -> None:
+        """Replace a pass only if nobody changed it since it was read (optimistic locking)."""
+        result = await self._repo.passes.replace_one(
+            {"_id": record.id, "version": expected_version},
+            record.to_document(),
+            session=self._session,
         )
+        if result.matched_count != 1:
+            raise ConcurrentUpdate(record.id)
 
     async def store_pass_file(self, pass_id: str, version: int, data: bytes, at: datetime) -> None:
         await self._repo.pass_files.replace_one(

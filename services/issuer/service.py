@@ -5,7 +5,9 @@ its outbox events and its stored result commit in one transaction. The outbox re
 the events afterwards, so a crash between the write and the publish loses nothing.
 """
 
+import asyncio
 import logging
+import random
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
@@ -16,7 +18,7 @@ from pydantic import ValidationError
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from services.issuer.pkpass import PassContent, build_pkpass, decode_png
-from services.issuer.repository import IssuerRepository, UnitOfWork
+from services.issuer.repository import ConcurrentUpdate, IssuerRepository, UnitOfWork
 from services.issuer.signing import SigningIdentity
 from shared.clock import Clock
 from shared.design import Design
@@ -37,6 +39,8 @@ from shared.models import PassRecord, TemplateRecord
 log = logging.getLogger(__name__)
 
 Apply = Callable[[UnitOfWork], Awaitable[None]]
+# A command that loses a race for the same pass is prepared again from fresh reads.
+COMMAND_ATTEMPTS = 20
 
 
 @dataclass
@@ -92,6 +96,21 @@ class IssuerService:
         self._on_commit = on_commit
 
     async def handle(self, command: IssuerCommand) -> dict[str, Any]:
+        for attempt in range(1, COMMAND_ATTEMPTS + 1):
+            try:
+                return await self._handle_once(command)
+            except (ConcurrentUpdate, OperationFailure) as exc:
+                retryable = isinstance(exc, ConcurrentUpdate) or exc.has_error_label(
+                    "TransientTransactionError"
+                )
+                if not retryable or attempt == COMMAND_ATTEMPTS:
+                    raise
+                log.info("command %s conflicted; retrying", command.command_id)
+                # Jittered backoff spreads contending writers of one pass apart.
+                await asyncio.sleep(random.uniform(0, 0.005 * attempt))  # noqa: S311
+        raise AssertionError("unreachable")
+
+    async def _handle_once(self, command: IssuerCommand) -> dict[str, Any]:
         stored = await self._repo.processed_result(command.command_id)
         if stored is not None:
             return stored
@@ -104,7 +123,7 @@ class IssuerService:
                     payload = event.model_dump_json().encode()
                     await uow.add_outbox(event.id, event.subject, payload, now)
                 await uow.record_command(command.command_id, outcome.result, now)
-        except (DuplicateKeyError, OperationFailure):
+        except DuplicateKeyError:
             # A concurrent replay of the same command committed first: answer with its result.
             stored = await self._repo.processed_result(command.command_id)
             if stored is None:
@@ -291,7 +310,7 @@ class IssuerService:
             if insert:
                 await uow.insert_pass(record)
             else:
-                await uow.replace_pass(record)
+                await uow.replace_pass(record, expected_version=record.version - 1)
             await uow.store_pass_file(record.id, record.version, pkpass, record.updated_at)
 
         return Outcome(result=record.model_dump(mode="json"), apply=apply, events=[event])

@@ -1,0 +1,23 @@
+"""The operator API exists only when TESSERA_ADMIN_TOKEN is set."""
+
+from fastapi.testclient import TestClient
+
+from services.api.app import create_app
+from services.api.config import ApiSettings
+
+
+def test_without_a_token_the_operator_api_is_absent() -> None:
+    client = TestClient(create_app(ApiSettings(admin_token=None)))
+    response = client.post("/admin/v1/accounts", json={"name": "x", "plan": "free"})
+    assert response.status_code == 404
+    assert response.json()["error"]["type"] == "not_found_error"
+    assert not any(
+        path.startswith("/admin") for path in client.get("/openapi.json").json()["paths"]
+    )
+
+
+def test_with_a_token_it_is_served_and_documented() -> None:
+    client = TestClient(create_app(ApiSettings(admin_token="t" * 40)))
+    assert "/admin/v1/accounts" in client.get("/openapi.json").json()["paths"]
+    response = client.post("/admin/v1/accounts", json={"name": "x", "plan": "free"})
+    assert response.status_code == 401
