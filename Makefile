@@ -43,8 +43,9 @@ up: ## Production shape: docker compose up (needs Docker)
 down: ## Stop the docker compose stack
 	docker compose down
 
-bench: $(STAMP) ## Run the benchmarks in bench/
+bench: $(STAMP) ## Run the benchmarks in bench/ (numbers printed and written to bench/results/)
 	$(BIN)/python -m bench.pkpass
+	$(BIN)/python -m bench.issue
 
 clean: ## Remove caches, build output and the local data dir
 	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts
