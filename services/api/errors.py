@@ -12,11 +12,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from shared.errors import ApiError, InternalError, InvalidRequest, MethodNotAllowed, NotFound
 
 log = logging.getLogger(__name__)
 _SOURCES = {"body", "query", "path", "header", "cookie"}
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
 def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -52,6 +54,22 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
     return InvalidRequest(f"Invalid {param}: {message}.", param=param, code="parameter_invalid")
 
 
+def _allowed_methods(request: Request) -> str | None:
+    """Every method some route serves at this path (the router's own Allow names only one)."""
+    allowed = []
+    for method in _METHODS:
+        probe = {
+            "type": "http",
+            "path": request.scope["path"],
+            "root_path": request.scope.get("root_path", ""),
+            "method": method,
+            "headers": [],
+        }
+        if any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return ", ".join(allowed) or None
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -69,7 +87,7 @@ def install(app: FastAPI) -> None:
             err: ApiError = MethodNotAllowed(
                 f"{request.method} is not allowed on {request.url.path}.", code="method_not_allowed"
             )
-            allow = (exc.headers or {}).get("Allow")
+            allow = _allowed_methods(request) or (exc.headers or {}).get("Allow")
             return error_response(err, {"Allow": allow} if allow else None)
         if isinstance(exc.__cause__, ApiError):
             # FastAPI wraps errors raised while reading the body (e.g. the size limit).

@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.errors import ApiError, PayloadTooLarge, UnsupportedMediaType
+from shared.errors import ApiError, InternalError, PayloadTooLarge, UnsupportedMediaType
 from shared.ids import new_id
 from shared.logs import account_id_var, request_id_var
 
@@ -52,6 +52,12 @@ class RequestContextMiddleware:
         except PayloadTooLarge as exc:
             if "status" not in status_holder:
                 await _send_error(send_with_id, exc)
+        except Exception:
+            # Answer here rather than let Starlette's outer handler re-raise into uvicorn,
+            # which would close the client's keep-alive connection after the 500.
+            log.exception("unhandled error")
+            if "status" not in status_holder:
+                await _send_error(send_with_id, InternalError("An internal error occurred."))
         finally:
             log.info(
                 "%s %s -> %s in %.1f ms",

@@ -2,15 +2,39 @@
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    EmailStr,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
+from services.api.bodies import check_metadata, storable_problem
 from shared.clock import iso
 from shared.design import Design
+from shared.errors import InvalidRequest
 from shared.models import AppleStyle, PassEventRecord, PassRecord, TemplateRecord, TemplateType
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        problem = storable_problem(data, ())
+        if problem is not None:
+            param, reason = problem
+            # Raised as the API error itself: a ValueError here could not name the field.
+            raise InvalidRequest(
+                f"Invalid {param or 'request body'}: {reason}.",
+                param=param,
+                code="parameter_invalid",
+            )
+        return data
 
 
 class TemplateCreate(_Body):
@@ -18,14 +42,14 @@ class TemplateCreate(_Body):
     type: TemplateType
     apple_style: AppleStyle
     design: Design
-    require_download_link: bool = False
+    require_download_link: StrictBool = False
 
 
 class TemplateUpdate(_Body):
     name: str | None = Field(None, min_length=1, max_length=200)
     design: Design | None = None
-    archived: bool | None = None
-    require_download_link: bool | None = None
+    archived: StrictBool | None = None
+    require_download_link: StrictBool | None = None
 
 
 class PassCreate(_Body):
@@ -35,10 +59,20 @@ class PassCreate(_Body):
     field_values: dict[str, str] = Field(default_factory=dict, max_length=100)
     metadata: dict[str, Any] = Field(default_factory=dict, max_length=50)
 
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, value: Any) -> Any:
+        return check_metadata(value)
+
 
 class PassUpdate(_Body):
     field_values: dict[str, str] | None = Field(None, max_length=100)
     metadata: dict[str, Any] | None = Field(None, max_length=50)
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, value: Any) -> Any:
+        return check_metadata(value)
 
     @model_validator(mode="after")
     def _something(self) -> "PassUpdate":

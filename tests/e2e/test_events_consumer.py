@@ -27,7 +27,10 @@ async def _consumer(nats_url: str) -> ConsumerInfo:
     broker = create_broker(nats_url)
     await broker.connect()
     try:
-        return await broker.connection.jetstream().consumer_info(EVENTS_STREAM, EVENTS_CONSUMER)
+        info: ConsumerInfo = await broker.connection.jetstream().consumer_info(
+            EVENTS_STREAM, EVENTS_CONSUMER
+        )
+        return info
     finally:
         await broker.stop()
 
