@@ -4,7 +4,8 @@ The first request with a key claims a record (state `processing`, with a lock th
 the command timeout) and a `command_id`. The command carries that id to the owning service,
 which stores its result under it, so re-running the command after a crash or a timeout returns
 the first result instead of writing twice. Outcomes:
-- same key, same body, finished: the stored status and body, with `Idempotent-Replayed: true`;
+- same key, same body, finished: the stored status and body, with `Idempotent-Replayed: true`
+  (secrets in it, such as new API keys, are stored and replayed as "[redacted]");
 - same key, different body: 409 idempotency_error;
 - same key while the first request still runs: 409 idempotency_error (code
   `idempotency_request_in_progress`); retry after it finishes;
@@ -45,8 +46,23 @@ def fingerprint(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
-def _record_id(principal: Principal, key: str) -> str:
-    return hashlib.sha256(f"{principal.account_id}|{principal.mode}|{key}".encode()).hexdigest()
+@dataclass(frozen=True)
+class Scope:
+    """Whose keys these are: an account and mode, or the operator (account "operator")."""
+
+    account_id: str
+    mode: str
+
+    @classmethod
+    def of(cls, principal: Principal) -> "Scope":
+        return cls(principal.account_id, principal.mode)
+
+
+OPERATOR = Scope("operator", "admin")
+
+
+def _record_id(scope: Scope, key: str) -> str:
+    return hashlib.sha256(f"{scope.account_id}|{scope.mode}|{key}".encode()).hexdigest()
 
 
 def _response(status: int, body: Any, replayed: bool = False) -> JSONResponse:
@@ -56,25 +72,28 @@ def _response(status: int, body: Any, replayed: bool = False) -> JSONResponse:
 
 async def execute(
     policy: IdempotencyPolicy,
-    principal: Principal,
+    scope: Scope,
     key: str | None,
     request_fingerprint: str,
     action: Action,
+    redact: Callable[[Any], Any] | None = None,
 ) -> JSONResponse:
+    """Run `action` under the key's rules. `redact` gives the copy of a success body to store
+    when the body holds a secret (a new API key), so no secret is kept for replays."""
     if key is None:
         return _response(*await action(new_id("command")))
     if not 1 <= len(key) <= MAX_KEY_LENGTH:
         raise InvalidRequest(
             f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters.", param="Idempotency-Key"
         )
-    record_id = _record_id(principal, key)
+    record_id = _record_id(scope, key)
     now = policy.clock.now()
     command_id = new_id("command")
     existing = await policy.repo.claim_idempotency(
         {
             "_id": record_id,
-            "account_id": principal.account_id,
-            "mode": principal.mode,
+            "account_id": scope.account_id,
+            "mode": scope.mode,
             "fingerprint": request_fingerprint,
             "command_id": command_id,
             "state": "processing",
@@ -113,5 +132,5 @@ async def execute(
     except BaseException:
         await policy.repo.release_idempotency(record_id, policy.clock.now())
         raise
-    await policy.repo.finish_idempotency(record_id, status, body)
+    await policy.repo.finish_idempotency(record_id, status, redact(body) if redact else body)
     return _response(status, body)

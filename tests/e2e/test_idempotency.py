@@ -5,6 +5,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from pymongo import MongoClient
 
 from tests.support.flows import all_events, all_passes, make_template, poll
 from tests.support.stack import Stack
@@ -107,3 +108,21 @@ def test_concurrent_requests_with_one_key_make_exactly_one_pass(stack: Stack) ->
         assert [p["id"] for p in all_passes(client)] == list(pass_ids)
         events = poll(lambda: all_events(client), lambda found: len(found) >= 1)
         assert len(events) == 1
+
+
+def test_operator_api_is_idempotent_and_never_stores_minted_keys(stack: Stack) -> None:
+    key = {"Idempotency-Key": "new-customer-7", **stack.admin_headers()}
+    body = {"name": "Customer Seven", "plan": "free"}
+    with stack.client() as client:
+        first = client.post("/admin/v1/accounts", json=body, headers=key)
+        again = client.post("/admin/v1/accounts", json=body, headers=key)
+    assert first.status_code == again.status_code == 201
+    assert first.json()["api_keys"]["test"].startswith("svc_test_")
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert again.json()["api_keys"] == {"test": "[redacted]", "live": "[redacted]"}
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        stored = repr(list(mongo[stack.database]["idempotency_keys"].find()))
+    assert first.json()["api_keys"]["test"] not in stored
+    assert first.json()["api_keys"]["live"] not in stored

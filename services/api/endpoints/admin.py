@@ -1,14 +1,22 @@
-"""The operator API (/admin/v1): accounts and API keys. Served only with TESSERA_ADMIN_TOKEN."""
+"""The operator API (/admin/v1): accounts and API keys. Served only with TESSERA_ADMIN_TOKEN.
 
-from fastapi import APIRouter
+POST and PATCH take an Idempotency-Key like the v1 API, scoped to the operator.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from services.api import accounts
-from services.api.deps import AdminDep, ContextDep
+from services.api.deps import AdminDep, ApiContext, ContextDep, IdempotencyKey
+from services.api.idempotency import OPERATOR, execute, fingerprint
 from services.api.schemas import AccountCreate, AccountUpdate, ApiKeyCreate
 from shared.errors import not_found
 from shared.ids import has_prefix
 
+REDACTED = "[redacted]"
 router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[AdminDep])
 
 
@@ -18,10 +26,45 @@ def _account_id(value: str) -> str:
     return value
 
 
+async def _idempotent(
+    ctx: ApiContext,
+    request: Request,
+    key: str | None,
+    body: Any,
+    status: int,
+    run: Callable[[], Awaitable[dict[str, Any]]],
+) -> JSONResponse:
+    async def action(command_id: str) -> tuple[int, Any]:
+        return status, await run()
+
+    request_fingerprint = fingerprint(request.method, request.url.path, body)
+    return await execute(
+        ctx.idempotency, OPERATOR, key, request_fingerprint, action, redact=_without_keys
+    )
+
+
+def _without_keys(body: Any) -> Any:
+    """Keys are shown once: the copy kept for replays holds none."""
+    redacted = dict(body)
+    if "api_keys" in redacted:
+        redacted["api_keys"] = dict.fromkeys(redacted["api_keys"], REDACTED)
+    if "key" in redacted:
+        redacted["key"] = REDACTED
+    return redacted
+
+
 @router.post("/accounts", status_code=201, summary="Create an account with a test and a live key")
-async def create_account(ctx: ContextDep, body: AccountCreate) -> JSONResponse:
-    created = await accounts.create_account(ctx.repo, ctx.clock, body.name, body.plan)
-    return JSONResponse(created, status_code=201)
+async def create_account(
+    ctx: ContextDep, request: Request, body: AccountCreate, idempotency_key: IdempotencyKey = None
+) -> JSONResponse:
+    return await _idempotent(
+        ctx,
+        request,
+        idempotency_key,
+        body.model_dump(),
+        201,
+        lambda: accounts.create_account(ctx.repo, ctx.clock, body.name, body.plan),
+    )
 
 
 @router.get("/accounts/{account_id}", summary="Retrieve an account (keys are never shown)")
@@ -31,18 +74,35 @@ async def get_account(ctx: ContextDep, account_id: str) -> JSONResponse:
 
 
 @router.patch("/accounts/{account_id}", summary="Change an account's plan")
-async def update_account(ctx: ContextDep, account_id: str, body: AccountUpdate) -> JSONResponse:
-    doc = await ctx.repo.set_plan(_account_id(account_id), body.plan)
-    if doc is None:
-        raise not_found("account", account_id)
-    return JSONResponse(accounts.account_object(doc))
+async def update_account(
+    ctx: ContextDep,
+    request: Request,
+    account_id: str,
+    body: AccountUpdate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    async def run() -> dict[str, Any]:
+        doc = await ctx.repo.set_plan(_account_id(account_id), body.plan)
+        if doc is None:
+            raise not_found("account", account_id)
+        return accounts.account_object(doc)
+
+    return await _idempotent(ctx, request, idempotency_key, body.model_dump(), 200, run)
 
 
 @router.post("/accounts/{account_id}/api_keys", status_code=201, summary="Create another key")
-async def create_api_key(ctx: ContextDep, account_id: str, body: ApiKeyCreate) -> JSONResponse:
-    await accounts.account_or_404(ctx.repo, _account_id(account_id))
-    created = await accounts.create_key(ctx.repo, ctx.clock, account_id, body.mode)
-    return JSONResponse(created, status_code=201)
+async def create_api_key(
+    ctx: ContextDep,
+    request: Request,
+    account_id: str,
+    body: ApiKeyCreate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    async def run() -> dict[str, Any]:
+        await accounts.account_or_404(ctx.repo, _account_id(account_id))
+        return await accounts.create_key(ctx.repo, ctx.clock, account_id, body.mode)
+
+    return await _idempotent(ctx, request, idempotency_key, body.model_dump(), 201, run)
 
 
 @router.delete("/api_keys/{key_id}", summary="Revoke a key")

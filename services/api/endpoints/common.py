@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from services.api.accounts import Principal
 from services.api.deps import ApiContext
-from services.api.idempotency import execute, fingerprint
+from services.api.idempotency import Scope, execute, fingerprint
 from shared.errors import InvalidRequest, not_found
 from shared.ids import has_prefix
 from shared.logs import request_id_var
@@ -35,7 +35,8 @@ async def run_command(
         return 200, shape(result)
 
     request_fingerprint = fingerprint(request.method, request.url.path, body)
-    return await execute(ctx.idempotency, principal, idempotency_key, request_fingerprint, action)
+    scope = Scope.of(principal)
+    return await execute(ctx.idempotency, scope, idempotency_key, request_fingerprint, action)
 
 
 def require_id(value: str, kind: str, label: str) -> str:
