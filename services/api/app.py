@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from fastapi import FastAPI
 
-from services.api import errors
+from services.api import errors, openapi
 from services.api.config import ApiSettings
 from services.api.deps import ApiContext
 from services.api.endpoints import admin, events, files, passes, templates
@@ -62,6 +62,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     )
     app.state.context = context
     errors.install(app)
+    openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
     for module in (templates, passes, events, files):

@@ -21,3 +21,16 @@ def test_with_a_token_it_is_served_and_documented() -> None:
     assert "/admin/v1/accounts" in client.get("/openapi.json").json()["paths"]
     response = client.post("/admin/v1/accounts", json={"name": "x", "plan": "free"})
     assert response.status_code == 401
+
+
+def test_openapi_documents_objects_and_envelopes_and_never_422() -> None:
+    document = TestClient(create_app(ApiSettings())).get("/openapi.json").json()
+    assert "422" not in str(document["paths"])
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    create_pass = document["paths"]["/v1/passes"]["post"]["responses"]
+    assert create_pass["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/PassObject"
+    )
+    assert create_pass["400"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ErrorEnvelope"
+    )

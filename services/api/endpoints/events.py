@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, PrincipalDep
 from services.api.endpoints.common import paging
+from services.api.objects import ListObject, PassEventObject, responses
 from services.api.schemas import event_object, list_object
 from shared.models import PassEventRecord
 from shared.pagination import PageRequest
@@ -14,7 +15,11 @@ from shared.pagination import PageRequest
 router = APIRouter(prefix="/v1/events", tags=["events"])
 
 
-@router.get("", summary="List recent pass events, newest first")
+@router.get(
+    "",
+    summary="List recent pass events, newest first",
+    responses=responses(ListObject[PassEventObject], 400, 401, 403),
+)
 async def list_events(
     ctx: ContextDep,
     principal: PrincipalDep,

@@ -8,6 +8,7 @@ from pydantic import EmailStr
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import paging, require_id, run_command
+from services.api.objects import ListObject, PassEventObject, PassObject, responses
 from services.api.schemas import PassCreate, PassUpdate, event_object, list_object, pass_object
 from shared.errors import not_found
 from shared.messages import CreatePass, UpdatePass, VoidPass
@@ -24,7 +25,11 @@ def _shaper(site_url: str) -> Any:
     return shape
 
 
-@router.post("", summary="Issue a pass from a template")
+@router.post(
+    "",
+    summary="Issue a pass from a template",
+    responses=responses(PassObject, 400, 401, 403, 404, 409, 500),
+)
 async def create_pass(
     ctx: ContextDep,
     principal: PrincipalDep,
@@ -46,7 +51,11 @@ async def create_pass(
     )
 
 
-@router.get("", summary="List passes, newest first")
+@router.get(
+    "",
+    summary="List passes, newest first",
+    responses=responses(ListObject[PassObject], 400, 401, 403),
+)
 async def list_passes(
     ctx: ContextDep,
     principal: PrincipalDep,
@@ -66,7 +75,7 @@ async def list_passes(
     return JSONResponse(list_object(data, result.has_more))
 
 
-@router.get("/{pass_id}", summary="Retrieve a pass")
+@router.get("/{pass_id}", summary="Retrieve a pass", responses=responses(PassObject, 401, 403, 404))
 async def get_pass(ctx: ContextDep, principal: PrincipalDep, pass_id: str) -> JSONResponse:
     require_id(pass_id, "pass", "pass")
     record = await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id)
@@ -75,7 +84,11 @@ async def get_pass(ctx: ContextDep, principal: PrincipalDep, pass_id: str) -> JS
     return JSONResponse(pass_object(record, ctx.settings.site_url))
 
 
-@router.patch("/{pass_id}", summary="Update field values or metadata; pushes to installed passes")
+@router.patch(
+    "/{pass_id}",
+    summary="Update field values or metadata; pushes to installed passes",
+    responses=responses(PassObject, 400, 401, 403, 404, 409, 500),
+)
 async def update_pass(
     ctx: ContextDep,
     principal: PrincipalDep,
@@ -103,7 +116,11 @@ async def update_pass(
     )
 
 
-@router.delete("/{pass_id}", summary="Void a pass (passes are never deleted)")
+@router.delete(
+    "/{pass_id}",
+    summary="Void a pass (passes are never deleted)",
+    responses=responses(PassObject, 401, 403, 404, 500),
+)
 async def void_pass(
     ctx: ContextDep, principal: PrincipalDep, request: Request, pass_id: str
 ) -> JSONResponse:
@@ -124,7 +141,11 @@ async def void_pass(
     )
 
 
-@router.get("/{pass_id}/events", summary="List the events of a pass, newest first")
+@router.get(
+    "/{pass_id}/events",
+    summary="List the events of a pass, newest first",
+    responses=responses(ListObject[PassEventObject], 400, 401, 403, 404),
+)
 async def list_pass_events(
     ctx: ContextDep,
     principal: PrincipalDep,

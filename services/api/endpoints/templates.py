@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import paging, require_id, run_command
+from services.api.objects import DeletedObject, ListObject, TemplateObject, responses
 from services.api.schemas import TemplateCreate, TemplateUpdate, list_object, template_object
 from shared.errors import not_found
 from shared.messages import CreateTemplate, UpdateTemplate
@@ -20,7 +21,9 @@ def _shape(result: dict) -> dict:  # type: ignore[type-arg]
     return template_object(TemplateRecord.model_validate(result))
 
 
-@router.post("", summary="Create a template")
+@router.post(
+    "", summary="Create a template", responses=responses(TemplateObject, 400, 401, 403, 409, 500)
+)
 async def create_template(
     ctx: ContextDep,
     principal: PrincipalDep,
@@ -49,7 +52,11 @@ async def create_template(
     )
 
 
-@router.get("", summary="List templates (archived ones are left out)")
+@router.get(
+    "",
+    summary="List templates (archived ones are left out)",
+    responses=responses(ListObject[TemplateObject], 400, 401, 403),
+)
 async def list_templates(
     ctx: ContextDep,
     principal: PrincipalDep,
@@ -60,7 +67,11 @@ async def list_templates(
     return JSONResponse(list_object(data, result.has_more))
 
 
-@router.get("/{template_id}", summary="Retrieve a template (archived ones included)")
+@router.get(
+    "/{template_id}",
+    summary="Retrieve a template (archived ones included)",
+    responses=responses(TemplateObject, 401, 403, 404),
+)
 async def get_template(ctx: ContextDep, principal: PrincipalDep, template_id: str) -> JSONResponse:
     require_id(template_id, "template", "template")
     record = await ctx.issuer.template(principal.account_id, principal.mode, template_id)
@@ -69,7 +80,7 @@ async def get_template(ctx: ContextDep, principal: PrincipalDep, template_id: st
     return JSONResponse(template_object(record))
 
 
-@router.patch("/{template_id}", summary="Update a template")
+@router.patch("/{template_id}", summary="Update a template", responses=responses(TemplateObject))
 async def update_template(
     ctx: ContextDep,
     principal: PrincipalDep,
@@ -97,7 +108,7 @@ async def update_template(
     )
 
 
-@router.delete("/{template_id}", summary="Archive a template")
+@router.delete("/{template_id}", summary="Archive a template", responses=responses(DeletedObject))
 async def delete_template(
     ctx: ContextDep, principal: PrincipalDep, request: Request, template_id: str
 ) -> JSONResponse:
