@@ -14,6 +14,7 @@ from faststream.nats import NatsBroker
 
 from services.issuer.repository import IssuerRepository
 from shared.messages import EVENTS_STREAM
+from shared.mongo import Document
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +43,21 @@ class OutboxRelay:
         """Publish everything in the outbox now; returns how many events were sent."""
         sent = 0
         while batch := await self._repo.outbox_batch():
-            for doc in batch:
-                await self._broker.publish(
-                    doc["payload"],
-                    doc["subject"],
-                    stream=EVENTS_STREAM,
-                    headers={"Nats-Msg-Id": doc["_id"]},
-                    timeout=5.0,
-                )
-                await self._repo.outbox_done(doc["_id"])
-                sent += 1
+            # A batch is published concurrently (each publish still waits for JetStream's ack)
+            # and removed only after every ack; a failure leaves the batch to be re-sent.
+            await asyncio.gather(*(self._publish(doc) for doc in batch))
+            await self._repo.outbox_done([doc["_id"] for doc in batch])
+            sent += len(batch)
         return sent
+
+    async def _publish(self, doc: Document) -> None:
+        await self._broker.publish(
+            doc["payload"],
+            doc["subject"],
+            stream=EVENTS_STREAM,
+            headers={"Nats-Msg-Id": doc["_id"]},
+            timeout=5.0,
+        )
 
     async def _run(self) -> None:
         while True:

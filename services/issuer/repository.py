@@ -69,8 +69,8 @@ class IssuerRepository:
     async def outbox_batch(self, limit: int = 100) -> list[Document]:
         return [doc async for doc in self.outbox.find().sort("_id", ASCENDING).limit(limit)]
 
-    async def outbox_done(self, event_id: str) -> None:
-        await self.outbox.delete_one({"_id": event_id})
+    async def outbox_done(self, event_ids: list[str]) -> None:
+        await self.outbox.delete_many({"_id": {"$in": event_ids}})
 
 
 class UnitOfWork:
