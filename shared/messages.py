@@ -27,14 +27,14 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class _Command(_Message):
+class Command(_Message):
     command_id: str
     account_id: str
     mode: Mode
     request_id: str | None = None
 
 
-class CreateTemplate(_Command):
+class CreateTemplate(Command):
     type: Literal["create_template"] = "create_template"
     name: str
     template_type: str
@@ -43,7 +43,7 @@ class CreateTemplate(_Command):
     require_download_link: bool = False
 
 
-class UpdateTemplate(_Command):
+class UpdateTemplate(Command):
     type: Literal["update_template"] = "update_template"
     template_id: str
     name: str | None = None
@@ -52,7 +52,7 @@ class UpdateTemplate(_Command):
     require_download_link: bool | None = None
 
 
-class CreatePass(_Command):
+class CreatePass(Command):
     type: Literal["create_pass"] = "create_pass"
     template_id: str
     holder_email: str | None = None
@@ -62,14 +62,14 @@ class CreatePass(_Command):
     created_via_api: bool = True
 
 
-class UpdatePass(_Command):
+class UpdatePass(Command):
     type: Literal["update_pass"] = "update_pass"
     pass_id: str
     field_values: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
 
 
-class VoidPass(_Command):
+class VoidPass(Command):
     type: Literal["void_pass"] = "void_pass"
     pass_id: str
 

@@ -1,11 +1,10 @@
 """Pieces every v1 endpoint uses: running a command idempotently, list paging, id checks."""
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 
 from services.api.accounts import Principal
 from services.api.deps import ApiContext
@@ -13,8 +12,10 @@ from services.api.idempotency import Scope, execute, fingerprint
 from shared.errors import InvalidRequest, not_found
 from shared.ids import has_prefix
 from shared.logs import request_id_var
-from shared.messages import issuer_subject
+from shared.messages import Command, issuer_subject
 from shared.pagination import PageRequest
+
+CommandT = TypeVar("CommandT", bound=Command)
 
 
 async def run_command(
@@ -23,16 +24,25 @@ async def run_command(
     idempotency_key: str | None,
     request: Request,
     body: Any,
-    build: Callable[[str], BaseModel],
+    command_type: type[CommandT],
+    fields: dict[str, Any],
     shape: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> JSONResponse:
-    """Send the command built for a command_id to the issuer, under the idempotency rules."""
+    """Send a `command_type` command with `fields` to the issuer, under the idempotency rules.
+
+    `body` is what the request fingerprint is computed from (the validated request body)."""
 
     async def action(command_id: str) -> tuple[int, Any]:
-        # The request id travels with the command so the owner's log lines carry it too.
-        command = build(command_id).model_copy(update={"request_id": request_id_var.get()})
-        result = await ctx.command(issuer_subject(command.type), command)  # type: ignore[attr-defined]
-        return 200, shape(result)
+        command = command_type(
+            command_id=command_id,
+            account_id=principal.account_id,
+            mode=principal.mode,
+            # The request id travels with the command so the owner's log lines carry it too.
+            request_id=request_id_var.get(),
+            **fields,
+        )
+        subject = issuer_subject(command_type.model_fields["type"].default)
+        return 200, shape(await ctx.command(subject, command))
 
     request_fingerprint = fingerprint(request.method, request.url.path, body)
     scope = Scope.of(principal)

@@ -44,9 +44,8 @@ async def create_pass(
         idempotency_key,
         request,
         data,
-        lambda command_id: CreatePass(
-            command_id=command_id, account_id=principal.account_id, mode=principal.mode, **data
-        ),
+        CreatePass,
+        data,
         _shaper(ctx.settings.site_url),
     )
 
@@ -105,13 +104,8 @@ async def update_pass(
         idempotency_key,
         request,
         data,
-        lambda command_id: UpdatePass(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            pass_id=pass_id,
-            **data,
-        ),
+        UpdatePass,
+        {"pass_id": pass_id, **data},
         _shaper(ctx.settings.site_url),
     )
 
@@ -131,12 +125,8 @@ async def void_pass(
         None,
         request,
         None,
-        lambda command_id: VoidPass(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            pass_id=pass_id,
-        ),
+        VoidPass,
+        {"pass_id": pass_id},
         _shaper(ctx.settings.site_url),
     )
 

@@ -38,16 +38,14 @@ async def create_template(
         idempotency_key,
         request,
         data,
-        lambda command_id: CreateTemplate(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            name=body.name,
-            template_type=body.type,
-            apple_style=body.apple_style,
-            design=data["design"],
-            require_download_link=body.require_download_link,
-        ),
+        CreateTemplate,
+        {
+            "name": body.name,
+            "template_type": body.type,
+            "apple_style": body.apple_style,
+            "design": data["design"],
+            "require_download_link": body.require_download_link,
+        },
         _shape,
     )
 
@@ -97,13 +95,8 @@ async def update_template(
         idempotency_key,
         request,
         data,
-        lambda command_id: UpdateTemplate(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            template_id=template_id,
-            **data,
-        ),
+        UpdateTemplate,
+        {"template_id": template_id, **data},
         _shape,
     )
 
@@ -119,12 +112,7 @@ async def delete_template(
         None,
         request,
         None,
-        lambda command_id: UpdateTemplate(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            template_id=template_id,
-            archived=True,
-        ),
+        UpdateTemplate,
+        {"template_id": template_id, "archived": True},
         lambda result: {"id": result["id"], "deleted": True},
     )
