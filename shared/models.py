@@ -59,6 +59,8 @@ class PassRecord(_Record):
     voided_at: datetime | None = None
     created_via_api: bool = True
     authentication_token: str
+    # The Google Wallet "save" link (a signed JWT URL), made by the issuer with the pass.
+    google_save_url: str | None = None
     version: int = 1
     updated_at: datetime
 

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, InvalidRequest, MethodNotAllowed, NotFound
 
 log = logging.getLogger(__name__)
@@ -21,8 +22,11 @@ _SOURCES = {"body", "query", "path", "header", "cookie"}
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
-def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error.envelope(), status_code=error.status, headers=headers)
+def error_response(
+    request: Request, error: ApiError, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    status, body = error_body(request.url.path, error)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _param(loc: tuple[Any, ...]) -> str | None:
@@ -75,11 +79,11 @@ def install(app: FastAPI) -> None:
     async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
         if exc.status >= 500:
             log.error("request failed: %s (%s)", exc.message, exc.code)
-        return error_response(exc)
+        return error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(validation_error(exc))
+        return error_response(request, validation_error(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -88,17 +92,17 @@ def install(app: FastAPI) -> None:
                 f"{request.method} is not allowed on {request.url.path}.", code="method_not_allowed"
             )
             allow = _allowed_methods(request) or (exc.headers or {}).get("Allow")
-            return error_response(err, {"Allow": allow} if allow else None)
+            return error_response(request, err, {"Allow": allow} if allow else None)
         if isinstance(exc.__cause__, ApiError):
             # FastAPI wraps errors raised while reading the body (e.g. the size limit).
-            return error_response(exc.__cause__)
+            return error_response(request, exc.__cause__)
         if exc.status_code == 404:
             err = NotFound(f"Unrecognized request URL ({request.method} {request.url.path}).")
-            return error_response(err)
+            return error_response(request, err)
         err = InvalidRequest(str(exc.detail))
         return JSONResponse(err.envelope(), status_code=exc.status_code)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
-        return error_response(InternalError("An internal error occurred."))
+        return error_response(request, InternalError("An internal error occurred."))

@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, PayloadTooLarge, UnsupportedMediaType
 from shared.ids import new_id
 from shared.logs import account_id_var, request_id_var
@@ -46,18 +47,20 @@ class RequestContextMiddleware:
         try:
             error = self._refuse(scope)
             if error is not None:
-                await _send_error(send_with_id, error)
+                await _send_error(send_with_id, scope["path"], error)
                 return
             await self.app(scope, self._limited(receive), send_with_id)
         except PayloadTooLarge as exc:
             if "status" not in status_holder:
-                await _send_error(send_with_id, exc)
+                await _send_error(send_with_id, scope["path"], exc)
         except Exception:
             # Answer here rather than let Starlette's outer handler re-raise into uvicorn,
             # which would close the client's keep-alive connection after the 500.
             log.exception("unhandled error")
             if "status" not in status_holder:
-                await _send_error(send_with_id, InternalError("An internal error occurred."))
+                await _send_error(
+                    send_with_id, scope["path"], InternalError("An internal error occurred.")
+                )
         finally:
             log.info(
                 "%s %s -> %s in %.1f ms",
@@ -106,12 +109,13 @@ def _too_large(limit: int) -> PayloadTooLarge:
     )
 
 
-async def _send_error(send: Any, error: ApiError) -> None:
-    body = json.dumps(error.envelope()).encode()
+async def _send_error(send: Any, path: str, error: ApiError) -> None:
+    status, payload = error_body(path, error)
+    body = json.dumps(payload).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": error.status,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),

@@ -15,10 +15,21 @@ def install(app: FastAPI) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            for operations in document.get("paths", {}).values():
+            for path, operations in document.get("paths", {}).items():
                 for operation in operations.values():
                     operation.get("responses", {}).pop("422", None)
-            schemas = document.get("components", {}).get("schemas", {})
+                    if path.startswith("/v1/"):
+                        operation["security"] = [{"BearerAuth": []}]
+            components = document.setdefault("components", {})
+            components["securitySchemes"] = {
+                "BearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "svc_test_/svc_live_ key",
+                },
+                "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+            }
+            schemas = components.get("schemas", {})
             for unused in ("HTTPValidationError", "ValidationError"):
                 schemas.pop(unused, None)
             app.openapi_schema = document

@@ -69,3 +69,19 @@ def test_downloaded_pkpass_is_signed_and_tamper_evident(stack: Stack, tmp_path: 
     data[len(data) // 2] ^= 0x01
     manifest_path.write_bytes(bytes(data))
     assert _verify(tmp_path, root_ca).returncode != 0
+
+
+def test_download_is_cached_per_pass_version(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        issued = client.post("/v1/passes", json={"template_id": make_template(client)["id"]})
+        url = issued.json()["download_url"]
+        first = client.get(url)
+        etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+        assert client.get(url, headers={"If-None-Match": etag}).status_code == 304
+        assert client.get(url, headers={"If-Modified-Since": modified}).status_code == 304
+        client.patch(f"/v1/passes/{issued.json()['id']}", json={"field_values": {"seat": "Z9"}})
+        changed = client.get(url, headers={"If-None-Match": etag})
+    assert changed.status_code == 200
+    assert changed.headers["ETag"] != etag
+    assert changed.content != first.content
