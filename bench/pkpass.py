@@ -2,7 +2,10 @@
 
 Run with `python -m bench.pkpass [--seconds 5]`. After a short warm-up the same pass (a design
 with four fields and a QR barcode, signed with a throwaway development identity) is built for
-the given duration. A table is printed and the numbers, with the machine facts, are written to
+the given duration. Then the same pass (our pass.json and icons, the same identity) is built and
+signed by passkit-generator under Node for the same duration (tests/node/bench_pkpass.mjs), and
+the ratio of the two rates is printed; that half is skipped, with the reason, when Node is not
+available. A table is printed and the numbers, with the machine facts, are written to
 bench/results/pkpass.json. The helpers here (percentiles, tables, machine facts, JSON output)
 are shared with bench.issue.
 """
@@ -12,6 +15,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +27,7 @@ from typing import Any
 from services.issuer.pkpass import PassContent, build_pkpass
 from services.issuer.signing import SigningIdentity, ensure_dev_identity
 from shared.design import Design
+from tests.node import harness
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 WARMUP_BUILDS = 20
@@ -146,23 +151,57 @@ def run_build_benchmark(seconds: float, warmup: int = WARMUP_BUILDS) -> BuildSta
     """Create a throwaway identity, warm up, then time builds for `seconds`."""
     with tempfile.TemporaryDirectory(prefix="tessera-bench-signing-") as directory:
         identity = ensure_dev_identity(Path(directory))
+    return _python_builds(identity, seconds, warmup)
+
+
+def _python_builds(identity: SigningIdentity, seconds: float, warmup: int) -> BuildStats:
     content = event_ticket()
     for _ in range(warmup):
         build_pkpass(content, identity)
     return time_builds(content, identity, seconds)
 
 
-def stats_table(stats: BuildStats) -> str:
+def run_node_benchmark(
+    signing_dir: Path, identity: SigningIdentity, seconds: float, warmup: int = WARMUP_BUILDS
+) -> tuple[BuildStats, dict[str, Any]] | str:
+    """Time passkit-generator building the same pass; a reason string when it cannot run."""
+    reason = harness.missing_tools()
+    if reason is not None:
+        return reason
+    try:
+        harness.ensure_installed()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        return f"cannot install passkit-generator: {exc}"
+    with tempfile.TemporaryDirectory(prefix="tessera-bench-model-") as directory:
+        model = harness.write_model(build_pkpass(event_ticket(), identity), Path(directory))
+        args = [str(model), *harness.signing_args(signing_dir)]
+        args += ["--seconds", str(seconds), "--warmup", str(warmup)]
+        report = harness.run_script("bench_pkpass.mjs", *args, timeout_seconds=seconds * 4 + 120)
+    return BuildStats(**report["results"]), report["runtime"]
+
+
+def stats_table(stats: BuildStats, node: BuildStats | None = None) -> str:
+    """One row for Tessera (Python); a second for passkit-generator (Node) when given."""
     headers = ["builds", "seconds", "builds/s", "mean ms", "p50 ms", "p99 ms"]
-    row = [
-        str(stats.builds),
-        f"{stats.seconds:.2f}",
-        f"{stats.builds_per_second:.1f}",
-        f"{stats.mean_ms:.3f}",
-        f"{stats.p50_ms:.3f}",
-        f"{stats.p99_ms:.3f}",
+    runs = [stats] if node is None else [stats, node]
+    rows = [
+        [
+            str(run.builds),
+            f"{run.seconds:.2f}",
+            f"{run.builds_per_second:.1f}",
+            f"{run.mean_ms:.3f}",
+            f"{run.p50_ms:.3f}",
+            f"{run.p99_ms:.3f}",
+        ]
+        for run in runs
     ]
-    return format_table(headers, [row])
+    if node is None:
+        return format_table(headers, rows)
+    labelled = [
+        [label, *row]
+        for label, row in zip(("tessera (python)", "passkit-generator (node)"), rows, strict=True)
+    ]
+    return format_table(["build", *headers], labelled)
 
 
 def _positive_float(text: str) -> float:
@@ -182,16 +221,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     seconds: float = args.seconds
     print(f"pkpass build rate: {WARMUP_BUILDS} warm-up builds, then {seconds:g} s", flush=True)
-    stats = run_build_benchmark(seconds)
-    print(stats_table(stats))
-    print(f"pass size: {stats.pass_bytes} bytes")
-    document = {
+    with tempfile.TemporaryDirectory(prefix="tessera-bench-signing-") as directory:
+        signing_dir = Path(directory)
+        identity = ensure_dev_identity(signing_dir)
+        stats = _python_builds(identity, seconds, WARMUP_BUILDS)
+        print(stats_table(stats))
+        print(f"pass size: {stats.pass_bytes} bytes")
+        print(f"passkit-generator under Node: the same pass for {seconds:g} s", flush=True)
+        node = run_node_benchmark(signing_dir, identity, seconds)
+    document: dict[str, Any] = {
         "benchmark": "pkpass",
         "warmup_builds": WARMUP_BUILDS,
         "requested_seconds": seconds,
         "results": asdict(stats),
         "machine": machine_facts(),
     }
+    if isinstance(node, str):
+        print(f"skipped the Node half: {node}")
+        document["node"] = {"skipped": node}
+    else:
+        node_stats, runtime = node
+        ratio = round(stats.builds_per_second / node_stats.builds_per_second, 2)
+        print(stats_table(stats, node_stats))
+        print(f"ratio python/node: {ratio:.2f} (builds/s of Tessera over passkit-generator)")
+        document["node"] = {"results": asdict(node_stats), **runtime}
+        document["ratio_python_to_node"] = ratio
     print(f"wrote {write_results('pkpass', document)}")
     return 0
 

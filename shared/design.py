@@ -2,20 +2,70 @@
 
 The spec leaves the inner structure of `design` open ("not shown"); this model is Tessera's
 decision, documented in docs/templates.md. It carries what both Apple Wallet (pass.json) and
-Google Wallet (classes and objects) need.
+Google Wallet (classes and objects) need. Everything that can be checked from the design alone
+is checked here (so the api refuses it with a precise `param`); what depends on the template's
+`apple_style` is checked by `Design.check_style`.
 """
 
 import re
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from shared.design_images import (
+    IMAGE_MAX_POINTS,
+    MAX_IMAGE_BYTES,
+    PNG_SIGNATURE,
+    SCALES,
+    STORED,
+    STYLE_IMAGES,
+    Images,
+    ImageScales,
+    check_png,
+    decode_base64_png,
+    png_size,
+)
+
+__all__ = [
+    "IMAGE_MAX_POINTS",
+    "MAX_IMAGE_BYTES",
+    "PNG_SIGNATURE",
+    "SCALES",
+    "SLOT_LIMITS",
+    "STYLE_IMAGES",
+    "Barcode",
+    "Colors",
+    "Design",
+    "DesignField",
+    "DesignStyleError",
+    "ImageScales",
+    "Images",
+    "Location",
+    "check_png",
+    "decode_base64_png",
+    "png_size",
+]
 
 FieldSlot = Literal["header", "primary", "secondary", "auxiliary", "back"]
 BarcodeFormat = Literal["qr", "pdf417", "aztec", "code128"]
 TransitType = Literal["air", "boat", "bus", "generic", "train"]
+TextAlignment = Literal["left", "center", "right", "natural"]
+DateStyle = Literal["none", "short", "medium", "long", "full"]
+NumberStyle = Literal["decimal", "percent", "scientific", "spell_out"]
+DataDetector = Literal["phone_number", "link", "address", "calendar_event"]
 
 _HEX_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
 _FIELD_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_EXCEPT_WHITESPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # Apple Wallet shows at most this many fields per slot (back fields are unlimited in practice).
 SLOT_LIMITS: dict[str, int] = {
@@ -25,6 +75,23 @@ SLOT_LIMITS: dict[str, int] = {
     "auxiliary": 4,
     "back": 20,
 }
+
+GROUPING_STYLES = frozenset({"eventTicket", "boardingPass"})
+MAX_LOCATIONS = 10  # Wallet ignores locations past the tenth
+
+LanguageCode = Annotated[
+    str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Z][a-z]{3})?(-(?:[A-Z]{2}|[0-9]{3}))?$")
+]
+StringKey = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+StringValue = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+class DesignStyleError(ValueError):
+    """A design that is valid on its own but not for the template's apple_style."""
+
+    def __init__(self, param: str, message: str):
+        super().__init__(message)
+        self.param = param  # dotted path under `design`, e.g. "images.strip"
 
 
 class _Strict(BaseModel):
@@ -36,6 +103,15 @@ class DesignField(_Strict):
     label: str = Field(max_length=100)
     slot: FieldSlot
     default: str | None = Field(default=None, max_length=500)
+    text_alignment: TextAlignment | None = None
+    date_style: DateStyle | None = None
+    time_style: DateStyle | None = None
+    ignores_time_zone: bool | None = None
+    is_relative: bool | None = None
+    number_style: NumberStyle | None = None
+    currency_code: str | None = Field(default=None, pattern=r"^[A-Z]{3}$")
+    change_message: str | None = Field(default=None, max_length=200)
+    data_detectors: list[DataDetector] | None = Field(default=None, max_length=4)
 
     @field_validator("key")
     @classmethod
@@ -45,6 +121,29 @@ class DesignField(_Strict):
                 "must start with a letter and hold only letters, digits and _ (max 64)"
             )
         return value
+
+    @field_validator("change_message")
+    @classmethod
+    def _has_placeholder(cls, value: str | None) -> str | None:
+        if value is not None and "%@" not in value:
+            raise ValueError("must contain %@, where Wallet puts the new value")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent_options(self) -> "DesignField":
+        dated = self.date_style is not None or self.time_style is not None
+        numeric = self.number_style is not None or self.currency_code is not None
+        if dated and numeric:
+            raise ValueError("a field is either a date (date_style, time_style) or a number")
+        if self.number_style is not None and self.currency_code is not None:
+            raise ValueError("use number_style or currency_code, not both")
+        if not dated and (self.ignores_time_zone is not None or self.is_relative is not None):
+            raise ValueError("ignores_time_zone and is_relative need date_style or time_style")
+        if self.text_alignment is not None and self.slot in ("primary", "back"):
+            raise ValueError("text_alignment is not allowed on primary or back fields")
+        if self.data_detectors is not None and self.slot != "back":
+            raise ValueError("data_detectors only apply to back fields")
+        return self
 
 
 class Colors(_Strict):
@@ -63,19 +162,15 @@ class Colors(_Strict):
 class Barcode(_Strict):
     format: BarcodeFormat = "qr"
     # A template string: `{serial_number}`, `{short_id}` or `{field_values.<key>}` are replaced.
-    message: str = Field(default="{serial_number}", max_length=500)
+    message: str = Field(default="{serial_number}", min_length=1, max_length=500)
     alt_text: str | None = Field(default=None, max_length=100)
 
 
-class Images(_Strict):
-    """Base64-encoded PNG images. Rendering rules live in docs/templates.md."""
-
-    icon: str | None = None
-    logo: str | None = None
-    strip: str | None = None
-    thumbnail: str | None = None
-    background: str | None = None
-    footer: str | None = None
+class Location(_Strict):
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    altitude: float | None = Field(default=None, ge=-1000, le=100_000, description="Meters.")
+    relevant_text: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class Design(_Strict):
@@ -85,10 +180,36 @@ class Design(_Strict):
     colors: Colors = Field(default_factory=Colors)
     fields: list[DesignField] = Field(default_factory=list, max_length=60)
     barcode: Barcode | None = None
+    barcodes: list[Barcode] = Field(
+        default_factory=list, max_length=4, description="Several barcodes; not with `barcode`."
+    )
     images: Images = Field(default_factory=Images)
     transit_type: TransitType | None = Field(
         default=None, description="Required for apple_style boardingPass."
     )
+    localizations: dict[LanguageCode, dict[StringKey, StringValue]] = Field(
+        default_factory=dict, max_length=40
+    )
+    expiration_date: AwareDatetime | None = None
+    relevant_date: AwareDatetime | None = None
+    locations: list[Location] = Field(default_factory=list, max_length=MAX_LOCATIONS)
+    max_distance: int | None = Field(default=None, gt=0, le=100_000, description="Meters.")
+    grouping_identifier: str | None = Field(default=None, min_length=1, max_length=100)
+    suppress_strip_shine: bool | None = None
+    sharing_prohibited: bool | None = None
+
+    @field_validator("localizations")
+    @classmethod
+    def _strings(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for language, strings in value.items():
+            if len(strings) > 500:
+                raise ValueError(f"at most 500 strings per language ({language!r})")
+            for key, text in strings.items():
+                if _CONTROL.search(key):
+                    raise ValueError(f"key {key!r} ({language}) holds a control character")
+                if _CONTROL_EXCEPT_WHITESPACE.search(text):
+                    raise ValueError(f"value of {key!r} ({language}) holds a control character")
+        return value
 
     @model_validator(mode="after")
     def _unique_keys_and_slot_limits(self) -> "Design":
@@ -102,7 +223,48 @@ class Design(_Strict):
         for slot, count in per_slot.items():
             if count > SLOT_LIMITS[slot]:
                 raise ValueError(f"at most {SLOT_LIMITS[slot]} fields in slot {slot!r}")
+        if self.barcode is not None and self.barcodes:
+            raise ValueError("set barcode or barcodes, not both")
         return self
+
+    @classmethod
+    def from_stored(cls, data: Any) -> "Design":
+        """Load a design saved earlier: the shape is validated, the PNGs not decoded again."""
+        return cls.model_validate(data, context=STORED)
 
     def field_keys(self) -> set[str]:
         return {field.key for field in self.fields}
+
+    def barcode_list(self) -> list[Barcode]:
+        """The barcodes in priority order, whichever of `barcode` / `barcodes` was used."""
+        return [self.barcode] if self.barcode is not None else list(self.barcodes)
+
+    def check_style(self, apple_style: str) -> None:
+        """Raise DesignStyleError if this design cannot be rendered as `apple_style`."""
+        allowed = STYLE_IMAGES.get(apple_style)
+        if allowed is None:
+            raise DesignStyleError("", f"unknown apple_style {apple_style!r}")
+        given = self.images.given()
+        for name in given:
+            if name not in allowed:
+                raise DesignStyleError(
+                    f"images.{name}",
+                    f"apple_style {apple_style} does not show a {name} image; "
+                    f"it allows {', '.join(sorted(allowed))}.",
+                )
+        if apple_style == "eventTicket" and "strip" in given:
+            conflict = sorted({"background", "thumbnail"}.intersection(given))
+            if conflict:
+                raise DesignStyleError(
+                    "images.strip",
+                    f"An eventTicket shows a strip image or a {' and '.join(conflict)}, not both.",
+                )
+        if apple_style == "boardingPass" and self.transit_type is None:
+            raise DesignStyleError(
+                "transit_type", "A boardingPass template needs design.transit_type."
+            )
+        if self.grouping_identifier is not None and apple_style not in GROUPING_STYLES:
+            raise DesignStyleError(
+                "grouping_identifier",
+                "grouping_identifier is only for eventTicket or boardingPass.",
+            )

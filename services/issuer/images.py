@@ -1,0 +1,75 @@
+"""The PNG files of a .pkpass: the design's images at their scales, and the default icon.
+
+Images are validated when a design is received (shared.design_images.check_png: base64, PNG
+signature, IHDR, IEND, byte and pixel limits); here they are decoded into pass files named as
+Wallet looks them up: `<name>.png`, `<name>@2x.png`, `<name>@3x.png`.
+"""
+
+import functools
+import re
+import struct
+import zlib
+
+from shared.design import Design
+from shared.design_images import PNG_SIGNATURE, STYLE_IMAGES, check_png, decode_base64_png
+
+DEFAULT_ICON_POINTS = 29  # Apple's classic icon size; the default icon is 29, 58 and 87 px.
+_DEFAULT_ICON_RGB = (0x4A, 0x5A, 0x6A)
+_SCALED_NAME = re.compile(r"^(?P<image>[a-z]+)(?:@(?P<scale>[23])x)?$")
+
+
+def decode_png(encoded: str, name: str) -> bytes:
+    """Decode and check a base64 PNG; `name` ("icon", "logo@2x", ...) labels the error.
+
+    For a known image name the pixel limits of that image and scale apply as well.
+    """
+    match = _SCALED_NAME.match(name)
+    if match is None:
+        return check_png(encoded, name, 1)
+    return check_png(encoded, match["image"], int(match["scale"] or 1))
+
+
+def image_files(design: Design, apple_style: str) -> dict[str, bytes]:
+    """Every image file of the pass, by file name; the icon is always there.
+
+    Images the style does not show are left out (templates are checked for them when saved).
+    Only the PNG structure is checked here, not the pixel limits: Wallet scales a larger image
+    down, and a template saved before the limits existed must still issue passes.
+    """
+    allowed = STYLE_IMAGES[apple_style]
+    files: dict[str, bytes] = {}
+    given = design.images.given()
+    if "icon" not in given:
+        for scale in (1, 2, 3):
+            files[file_name("icon", scale)] = default_icon_png(DEFAULT_ICON_POINTS * scale)
+    for name, image in given.items():
+        if name not in allowed:
+            continue
+        for scale, encoded in image.scales().items():
+            try:
+                files[file_name(name, scale)] = decode_base64_png(encoded)
+            except ValueError as exc:
+                raise ValueError(f"image {file_name(name, scale)!r} {exc}") from exc
+    return files
+
+
+def file_name(image: str, scale: int) -> str:
+    return f"{image}.png" if scale == 1 else f"{image}@{scale}x.png"
+
+
+@functools.cache
+def default_icon_png(size: int) -> bytes:
+    """A solid-colour square PNG of `size` pixels, used when the design has no icon."""
+    row = b"\x00" + bytes(_DEFAULT_ICON_RGB) * size  # filter byte 0 (None) + RGB pixels
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)  # 8-bit truecolour
+    return (
+        PNG_SIGNATURE
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", zlib.compress(row * size, 9))
+        + _png_chunk(b"IEND", b"")
+    )
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)

@@ -1,0 +1,244 @@
+"""Render pass.json (Apple's `Pass` dictionary) from a template design and one pass."""
+
+import datetime
+import decimal
+import re
+from typing import Any
+
+from services.issuer.content import PassContent, parse_aware_datetime
+from services.issuer.signing import SigningIdentity
+from shared.design import Barcode, DesignField
+
+_SLOT_KEYS = (
+    ("header", "headerFields"),
+    ("primary", "primaryFields"),
+    ("secondary", "secondaryFields"),
+    ("auxiliary", "auxiliaryFields"),
+    ("back", "backFields"),
+)
+_BARCODE_FORMATS = {
+    "qr": "PKBarcodeFormatQR",
+    "pdf417": "PKBarcodeFormatPDF417",
+    "aztec": "PKBarcodeFormatAztec",
+    "code128": "PKBarcodeFormatCode128",
+}
+# iOS before 9 reads only the singular `barcode` key, and cannot show Code 128.
+_LEGACY_BARCODE_FORMATS = frozenset({"qr", "pdf417", "aztec"})
+_BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
+_SECONDARY_LIMIT = 4
+_MAX_NUMBER = decimal.Decimal(10) ** 15  # beyond this a JSON number loses precision in Wallet
+_ALIGNMENTS = {
+    "left": "PKTextAlignmentLeft",
+    "center": "PKTextAlignmentCenter",
+    "right": "PKTextAlignmentRight",
+    "natural": "PKTextAlignmentNatural",
+}
+_NUMBER_STYLES = {
+    "decimal": "PKNumberStyleDecimal",
+    "percent": "PKNumberStylePercent",
+    "scientific": "PKNumberStyleScientific",
+    "spell_out": "PKNumberStyleSpellOut",
+}
+_DETECTORS = {
+    "phone_number": "PKDataDetectorTypePhoneNumber",
+    "link": "PKDataDetectorTypeLink",
+    "address": "PKDataDetectorTypeAddress",
+    "calendar_event": "PKDataDetectorTypeCalendarEvent",
+}
+
+
+def render_pass_json(content: PassContent, identity: SigningIdentity) -> dict[str, Any]:
+    """Build the pass.json document for `content`, issued under `identity`."""
+    design = content.design
+    document: dict[str, Any] = {
+        "formatVersion": 1,
+        "passTypeIdentifier": identity.pass_type_identifier,
+        "teamIdentifier": identity.team_identifier,
+        "serialNumber": content.serial_number,
+        "organizationName": design.organization_name,
+        "description": design.description,
+    }
+    if design.logo_text is not None:
+        document["logoText"] = design.logo_text
+    document["foregroundColor"] = _rgb(design.colors.foreground)
+    document["backgroundColor"] = _rgb(design.colors.background)
+    document["labelColor"] = _rgb(design.colors.label)
+    document["authenticationToken"] = content.authentication_token
+    if content.web_service_url is not None:
+        document["webServiceURL"] = content.web_service_url
+    if content.voided:
+        document["voided"] = True
+    document.update(_relevance(content))
+    for key, flag in (
+        ("groupingIdentifier", design.grouping_identifier),
+        ("suppressStripShine", design.suppress_strip_shine),
+        ("sharingProhibited", design.sharing_prohibited),
+    ):
+        if flag is not None:
+            document[key] = flag
+    document[content.apple_style] = _style_dict(content)
+    barcodes = _barcodes(content)
+    if barcodes:
+        document["barcodes"] = [rendered for _, rendered in barcodes]
+        legacy = [rendered for fmt, rendered in barcodes if fmt in _LEGACY_BARCODE_FORMATS]
+        if legacy:
+            document["barcode"] = legacy[0]
+    return document
+
+
+def _relevance(content: PassContent) -> dict[str, Any]:
+    """When and where Wallet shows the pass on the lock screen, and when it expires."""
+    design = content.design
+    found: dict[str, Any] = {}
+    expiration = content.expiration_date or design.expiration_date
+    if expiration is not None:
+        found["expirationDate"] = _w3c_date(expiration)
+    relevant = content.relevant_date or design.relevant_date
+    if relevant is not None:
+        found["relevantDate"] = _w3c_date(relevant)
+    if design.locations:
+        found["locations"] = [
+            {
+                key: value
+                for key, value in (
+                    ("latitude", location.latitude),
+                    ("longitude", location.longitude),
+                    ("altitude", location.altitude),
+                    ("relevantText", location.relevant_text),
+                )
+                if value is not None
+            }
+            for location in design.locations
+        ]
+    if design.max_distance is not None:
+        found["maxDistance"] = design.max_distance
+    return found
+
+
+def expand_barcode_message(template: str, content: PassContent) -> str:
+    """Replace `{serial_number}`, `{short_id}` and `{field_values.<key>}` in `template`."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) == "serial_number":
+            return content.serial_number
+        if match.group(1) == "short_id":
+            return content.short_id
+        return content.field_values.get(match.group(2), "")
+
+    return _BARCODE_PLACEHOLDER.sub(replace, template)
+
+
+def _barcodes(content: PassContent) -> list[tuple[str, dict[str, str]]]:
+    """(format, barcode dictionary) in priority order; a barcode whose message expands to
+    nothing (e.g. `{field_values.x}` without a value) is left out: Wallet cannot draw it."""
+    rendered: list[tuple[str, dict[str, str]]] = []
+    for barcode in content.design.barcode_list():
+        message = expand_barcode_message(barcode.message, content)
+        if message:
+            rendered.append((barcode.format, _barcode(barcode, message)))
+    return rendered
+
+
+def _barcode(barcode: Barcode, message: str) -> dict[str, str]:
+    try:
+        message.encode("iso-8859-1")
+        encoding = "iso-8859-1"
+    except UnicodeEncodeError:
+        encoding = "utf-8"  # Latin-1 cannot carry it; Wallet encodes the message as UTF-8
+    rendered = {
+        "format": _BARCODE_FORMATS[barcode.format],
+        "message": message,
+        "messageEncoding": encoding,
+    }
+    if barcode.alt_text is not None:
+        rendered["altText"] = barcode.alt_text
+    return rendered
+
+
+def _rgb(hex_color: str) -> str:
+    red, green, blue = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({red}, {green}, {blue})"
+
+
+def _w3c_date(value: datetime.datetime) -> str:
+    return value.isoformat(timespec="seconds")
+
+
+def _style_dict(content: PassContent) -> dict[str, Any]:
+    style: dict[str, Any] = {}
+    if content.apple_style == "boardingPass":
+        transit = (content.design.transit_type or "generic").capitalize()
+        style["transitType"] = f"PKTransitType{transit}"
+    by_slot: dict[str, list[dict[str, Any]]] = {slot: [] for slot, _ in _SLOT_KEYS}
+    for field in content.design.fields:
+        rendered = render_field(field, content.field_values)
+        if rendered is not None:
+            by_slot[field.slot].append(rendered)
+    has_holder_field = "holder_name" in content.design.field_keys()
+    if (
+        content.holder_name is not None
+        and not has_holder_field
+        and len(by_slot["secondary"]) < _SECONDARY_LIMIT
+    ):
+        by_slot["secondary"].append(
+            {"key": "holder_name", "label": "Name", "value": content.holder_name}
+        )
+    for slot, json_key in _SLOT_KEYS:
+        style[json_key] = by_slot[slot]
+    return style
+
+
+def render_field(field: DesignField, values: dict[str, str]) -> dict[str, Any] | None:
+    """The field dictionary, or None when the pass has no value and the field no default.
+
+    A date field whose value is not an ISO 8601 date-time with a time zone, or a number field
+    whose value is not a number, is shown as plain text: Wallet refuses a pass otherwise.
+    """
+    value = values.get(field.key, field.default)
+    if value is None:
+        return None
+    rendered: dict[str, Any] = {"key": field.key, "label": field.label, "value": value}
+    if field.text_alignment is not None:
+        rendered["textAlignment"] = _ALIGNMENTS[field.text_alignment]
+    if field.change_message is not None:
+        rendered["changeMessage"] = field.change_message
+    if field.data_detectors is not None:
+        rendered["dataDetectorTypes"] = [_DETECTORS[kind] for kind in field.data_detectors]
+    if field.date_style is not None or field.time_style is not None:
+        rendered.update(_date_options(field, value))
+    elif field.number_style is not None or field.currency_code is not None:
+        rendered.update(_number_options(field, value))
+    return rendered
+
+
+def _date_options(field: DesignField, value: str) -> dict[str, Any]:
+    try:
+        moment = parse_aware_datetime(value)
+    except ValueError:
+        return {}
+    options: dict[str, Any] = {"value": _w3c_date(moment)}
+    for key, style in (("dateStyle", field.date_style), ("timeStyle", field.time_style)):
+        if style is not None:
+            options[key] = f"PKDateStyle{style.capitalize()}"
+    if field.ignores_time_zone is not None:
+        options["ignoresTimeZone"] = field.ignores_time_zone
+    if field.is_relative is not None:
+        options["isRelative"] = field.is_relative
+    return options
+
+
+def _number_options(field: DesignField, value: str) -> dict[str, Any]:
+    try:
+        number = decimal.Decimal(value.strip())
+    except decimal.InvalidOperation:
+        return {}
+    if not number.is_finite() or abs(number) >= _MAX_NUMBER:
+        return {}
+    options: dict[str, Any] = {
+        "value": int(number) if number == number.to_integral_value() else float(number)
+    }
+    if field.currency_code is not None:
+        options["currencyCode"] = field.currency_code
+    if field.number_style is not None:
+        options["numberStyle"] = _NUMBER_STYLES[field.number_style]
+    return options

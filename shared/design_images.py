@@ -1,0 +1,208 @@
+"""The images of a template design: PNG checks, size limits, and scales (@1x, @2x, @3x).
+
+Each image is a base64 PNG string (the @1x image) or {"x1", "x2", "x3"}. A PNG is checked by
+its signature, its IHDR chunk (checksum, width and height against the image's limit at that
+scale), its IEND chunk and its size in bytes; see docs/templates.md#images.
+"""
+
+import base64
+import binascii
+import struct
+import zlib
+from typing import Any, ClassVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_IEND = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+MAX_IMAGE_BYTES = 1024 * 1024  # per image file, decoded
+# The largest space (width, height in points) Wallet gives each image; an image may be smaller.
+# At @2x and @3x the limit in pixels is the points times the scale.
+IMAGE_MAX_POINTS: dict[str, tuple[int, int]] = {
+    "icon": (38, 38),
+    "logo": (160, 50),
+    "strip": (375, 144),
+    "thumbnail": (90, 90),
+    "background": (180, 220),
+    "footer": (286, 15),
+}
+SCALES: dict[str, int] = {"x1": 1, "x2": 2, "x3": 3}
+# Which images each apple_style shows (Apple's "Pass Design and Creation" guide).
+STYLE_IMAGES: dict[str, frozenset[str]] = {
+    "boardingPass": frozenset({"icon", "logo", "footer"}),
+    "coupon": frozenset({"icon", "logo", "strip"}),
+    "eventTicket": frozenset({"icon", "logo", "strip", "background", "thumbnail"}),
+    "generic": frozenset({"icon", "logo", "thumbnail"}),
+    "storeCard": frozenset({"icon", "logo", "strip"}),
+}
+
+
+def decode_base64_png(encoded: str) -> bytes:
+    """Decode a base64 PNG and check its signature, IHDR and IEND; return the PNG bytes."""
+    try:
+        # Whitespace is tolerated because wrapped (MIME-style) base64 is common in pasted JSON.
+        data = base64.b64decode("".join(encoded.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("is not valid base64") from exc
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ValueError(f"is {len(data)} bytes; at most {MAX_IMAGE_BYTES} bytes")
+    if not data.startswith(PNG_SIGNATURE):
+        raise ValueError("is not a PNG (bad signature)")
+    png_size(data)
+    if not data.endswith(_PNG_IEND):
+        raise ValueError("is not a complete PNG (no IEND chunk at the end)")
+    return data
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from the IHDR chunk that must follow the PNG signature."""
+    header = data[8:33]
+    if len(header) < 25 or header[4:8] != b"IHDR" or header[:4] != b"\x00\x00\x00\x0d":
+        raise ValueError("is not a PNG (no IHDR chunk)")
+    (crc,) = struct.unpack(">I", header[21:25])
+    if zlib.crc32(header[4:21]) & 0xFFFFFFFF != crc:
+        raise ValueError("is not a PNG (IHDR checksum mismatch)")
+    width, height = struct.unpack(">II", header[8:16])
+    if width == 0 or height == 0:
+        raise ValueError("is not a PNG (zero width or height)")
+    return width, height
+
+
+def check_png(encoded: str, image: str, scale: int) -> bytes:
+    """Decode `encoded` as the `image` (e.g. "icon") at `scale` and enforce its limits."""
+    label = image if scale == 1 else f"{image}@{scale}x"
+    try:
+        data = decode_base64_png(encoded)
+    except ValueError as exc:
+        raise ValueError(f"image {label!r} {exc}") from exc
+    limit = IMAGE_MAX_POINTS.get(image)
+    if limit is not None:
+        width, height = png_size(data)
+        max_width, max_height = limit[0] * scale, limit[1] * scale
+        if width > max_width or height > max_height:
+            raise ValueError(
+                f"image {label!r} is {width}x{height} px; at most {max_width}x{max_height} px"
+            )
+    return data
+
+
+STORED: dict[str, bool] = {"stored": True}
+
+
+def is_stored(info: ValidationInfo) -> bool:
+    """Whether a design saved earlier is being loaded (validation context STORED).
+
+    Its PNGs were checked when it was saved; loading it again skips the decoding, and a design
+    saved before a limit existed stays usable. The .pkpass build still decodes every image.
+    """
+    return isinstance(info.context, dict) and info.context.get("stored") is True
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ImageScales(_Strict):
+    """One image at up to three scales: base64 PNGs for `<name>.png`, `@2x` and `@3x`.
+
+    A bare string is accepted as the @1x image and is stored as a string again.
+    """
+
+    image_name: ClassVar[str] = "image"
+    x1: str = Field(description="Base64 PNG written as `<name>.png`.", max_length=1_500_000)
+    x2: str | None = Field(default=None, max_length=1_500_000)
+    x3: str | None = Field(default=None, max_length=1_500_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, str):
+            return data
+        if not is_stored(info):
+            # Checked here too, so that the error's path is the image itself, as it was sent.
+            check_png(data, cls.image_name, 1)
+        return {"x1": data}
+
+    @field_validator("x1", "x2", "x3")
+    @classmethod
+    def _png(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not is_stored(info):
+            check_png(value, cls.image_name, SCALES[str(info.field_name)])
+        return value
+
+    @model_serializer(mode="plain")
+    def _compact(self) -> str | dict[str, str | None]:
+        if self.x2 is None and self.x3 is None:
+            return self.x1
+        return {"x1": self.x1, "x2": self.x2, "x3": self.x3}
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        if handler.mode == "validation":
+            return {"anyOf": [{"type": "string", "description": "Base64 PNG (@1x)."}, schema]}
+        return schema
+
+    def largest(self) -> tuple[int, str]:
+        """(scale, base64 PNG) of the sharpest variant, e.g. for Google Wallet's logo."""
+        scale = max(self.scales())
+        return scale, self.scales()[scale]
+
+    def scales(self) -> dict[int, str]:
+        """The given variants by scale factor (1, 2, 3)."""
+        given = {1: self.x1, 2: self.x2, 3: self.x3}
+        return {scale: value for scale, value in given.items() if value is not None}
+
+
+class IconImage(ImageScales):
+    image_name: ClassVar[str] = "icon"
+
+
+class LogoImage(ImageScales):
+    image_name: ClassVar[str] = "logo"
+
+
+class StripImage(ImageScales):
+    image_name: ClassVar[str] = "strip"
+
+
+class ThumbnailImage(ImageScales):
+    image_name: ClassVar[str] = "thumbnail"
+
+
+class BackgroundImage(ImageScales):
+    image_name: ClassVar[str] = "background"
+
+
+class FooterImage(ImageScales):
+    image_name: ClassVar[str] = "footer"
+
+
+class Images(_Strict):
+    """PNG images, each a base64 string (@1x) or {"x1", "x2", "x3"}; see docs/templates.md."""
+
+    icon: IconImage | None = None
+    logo: LogoImage | None = None
+    strip: StripImage | None = None
+    thumbnail: ThumbnailImage | None = None
+    background: BackgroundImage | None = None
+    footer: FooterImage | None = None
+
+    def given(self) -> dict[str, ImageScales]:
+        """The images that are set, by name, in pass file order."""
+        names = ("icon", "logo", "strip", "thumbnail", "background", "footer")
+        found = {name: getattr(self, name) for name in names}
+        return {name: image for name, image in found.items() if image is not None}

@@ -1,0 +1,150 @@
+"""Tests for the template `design` model: new options, strict validation, style rules."""
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from shared.design import STYLE_IMAGES, Design, DesignStyleError
+from tests.issuer.pkpass_samples import RICH_VARIANTS, all_scales, minimal_design, rich_design
+
+_BASE: dict[str, Any] = {"organization_name": "T", "description": "D"}
+
+
+def _error(**data: Any) -> tuple[tuple[int | str, ...], str]:
+    with pytest.raises(ValidationError) as caught:
+        Design.model_validate({**_BASE, **data})
+    first = caught.value.errors()[0]
+    return first["loc"], first["msg"]
+
+
+def _field(**data: Any) -> dict[str, Any]:
+    return {"key": "f", "label": "F", "slot": "secondary", **data}
+
+
+def test_old_designs_still_validate_and_dump_the_same_keys_plus_new_defaults() -> None:
+    old = {**_BASE, "barcode": {"format": "qr"}, "fields": [_field()], "transit_type": None}
+
+    dumped = Design.model_validate(old).model_dump(mode="json")
+
+    assert dumped["barcode"] == {"format": "qr", "message": "{serial_number}", "alt_text": None}
+    assert dumped["barcodes"] == []
+    assert dumped["localizations"] == {}
+    assert dumped["locations"] == []
+    assert dumped["expiration_date"] is None
+    assert dumped["images"]["icon"] is None
+
+
+@pytest.mark.parametrize(("style", "variant"), RICH_VARIANTS)
+def test_rich_designs_round_trip_and_suit_their_style(style: str, variant: str) -> None:
+    design = Design.model_validate(rich_design(style, variant))
+
+    design.check_style(style)
+    assert Design.model_validate(design.model_dump(mode="json")) == design
+
+
+@pytest.mark.parametrize(
+    ("data", "loc", "message"),
+    [
+        ({"localizations": {"pt_BR": {"a": "b"}}}, ("localizations", "pt_BR", "[key]"), "pattern"),
+        ({"localizations": {"en": {"": "b"}}}, ("localizations", "en", "", "[key]"), "at least 1"),
+        ({"localizations": {"en": {"a": ""}}}, ("localizations", "en", "a"), "at least 1"),
+        ({"localizations": {"en": {"a\nb": "c"}}}, ("localizations",), "control character"),
+        ({"localizations": {"en": {"a": "b\x00"}}}, ("localizations",), "control character"),
+        ({"expiration_date": "2031-01-01T00:00:00"}, ("expiration_date",), "timezone"),
+        ({"relevant_date": "soon"}, ("relevant_date",), "datetime"),
+        ({"locations": [{"latitude": 91, "longitude": 0}]}, ("locations", 0, "latitude"), "90"),
+        ({"locations": [{"latitude": 0}]}, ("locations", 0, "longitude"), "required"),
+        ({"locations": [{"latitude": 0, "longitude": 0}] * 11}, ("locations",), "at most 10"),
+        ({"locations": [{"latitude": 0, "longitude": 0, "x": 1}]}, ("locations", 0, "x"), "Extra"),
+        ({"max_distance": 0}, ("max_distance",), "greater than 0"),
+        ({"barcode": {}, "barcodes": [{}]}, (), "not both"),
+        ({"barcodes": [{}] * 5}, ("barcodes",), "at most 4"),
+        ({"barcode": {"message": ""}}, ("barcode", "message"), "at least 1"),
+        ({"fields": [_field(currency_code="eur")]}, ("fields", 0, "currency_code"), "pattern"),
+        ({"fields": [_field(change_message="New")]}, ("fields", 0, "change_message"), "%@"),
+        (
+            {"fields": [_field(date_style="short", number_style="decimal")]},
+            ("fields", 0),
+            "either a date",
+        ),
+        (
+            {"fields": [_field(number_style="decimal", currency_code="EUR")]},
+            ("fields", 0),
+            "not both",
+        ),
+        ({"fields": [_field(is_relative=True)]}, ("fields", 0), "need date_style"),
+        (
+            {"fields": [_field(slot="primary", text_alignment="left")]},
+            ("fields", 0),
+            "text_alignment",
+        ),
+        ({"fields": [_field(data_detectors=["link"])]}, ("fields", 0), "back fields"),
+        ({"fields": [_field(date_style="tiny")]}, ("fields", 0, "date_style"), "Input should be"),
+        ({"images": {"icon": 5}}, ("images", "icon"), "IconImage"),
+    ],
+)
+def test_invalid_designs_name_the_path(
+    data: dict[str, Any], loc: tuple[int | str, ...], message: str
+) -> None:
+    error_loc, error_message = _error(**data)
+
+    assert error_loc == loc
+    assert message in error_message
+
+
+@pytest.mark.parametrize("style", sorted(STYLE_IMAGES))
+def test_each_style_allows_only_its_images(style: str) -> None:
+    for image in ("icon", "logo", "strip", "thumbnail", "background", "footer"):
+        design = Design.model_validate(
+            {**minimal_design(style), "images": {image: all_scales(image)}}
+        )
+        if image in STYLE_IMAGES[style]:
+            design.check_style(style)
+            continue
+        with pytest.raises(DesignStyleError) as caught:
+            design.check_style(style)
+        assert caught.value.param == f"images.{image}"
+        assert f"does not show a {image} image" in str(caught.value)
+
+
+@pytest.mark.parametrize("other", ["background", "thumbnail"])
+def test_event_ticket_strip_excludes_background_and_thumbnail(other: str) -> None:
+    images = {"strip": all_scales("strip"), other: all_scales(other)}
+    design = Design.model_validate({**minimal_design("eventTicket"), "images": images})
+
+    with pytest.raises(DesignStyleError, match=f"strip image or a {other}") as caught:
+        design.check_style("eventTicket")
+    assert caught.value.param == "images.strip"
+
+
+def test_boarding_pass_needs_transit_type_and_grouping_is_for_two_styles() -> None:
+    no_transit = Design.model_validate({**_BASE})
+    grouped = Design.model_validate({**_BASE, "grouping_identifier": "g"})
+
+    with pytest.raises(DesignStyleError) as caught:
+        no_transit.check_style("boardingPass")
+    assert caught.value.param == "transit_type"
+    with pytest.raises(DesignStyleError) as caught:
+        grouped.check_style("coupon")
+    assert caught.value.param == "grouping_identifier"
+    grouped.check_style("eventTicket")
+    with pytest.raises(DesignStyleError, match="unknown apple_style"):
+        grouped.check_style("poster")
+
+
+def test_barcode_list_prefers_whichever_is_set() -> None:
+    single = Design.model_validate({**_BASE, "barcode": {"format": "aztec"}})
+    several = Design.model_validate({**_BASE, "barcodes": [{"format": "qr"}, {"format": "pdf417"}]})
+
+    assert [b.format for b in single.barcode_list()] == ["aztec"]
+    assert [b.format for b in several.barcode_list()] == ["qr", "pdf417"]
+    assert Design.model_validate(_BASE).barcode_list() == []
+
+
+def test_json_schema_accepts_a_string_or_scales_for_images() -> None:
+    schema = Design.model_json_schema()
+    icon = schema["$defs"]["IconImage"]
+
+    assert icon["anyOf"][0]["type"] == "string"
+    assert icon["anyOf"][1]["required"] == ["x1"]
