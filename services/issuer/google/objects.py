@@ -1,0 +1,206 @@
+"""Template and pass -> Google Wallet class and object resources (walletobjects v1 JSON).
+
+A template becomes one class, a pass one object of that class. Pure functions: no I/O. The
+mapping (which design attribute lands in which Wallet field) is tabled in docs/google-wallet.md.
+"""
+
+import re
+from typing import Any, Final, Literal
+
+from services.issuer.google.identity import GoogleIdentity
+from shared.design import Design
+
+Vertical = Literal["eventTicket", "loyalty", "offer", "generic"]
+VERTICALS: Final[tuple[Vertical, ...]] = ("eventTicket", "loyalty", "offer", "generic")
+DEFAULT_LANGUAGE: Final = "en"
+# The text module that carries the holder on offers, which have no holder field of their own.
+# Field keys start with a letter, so this id never collides with a design field's.
+HOLDER_MODULE_ID: Final = "_holder"
+
+_VERTICAL_BY_TYPE: Final[dict[str, Vertical]] = {
+    "event": "eventTicket",
+    "membership": "loyalty",
+    "loyalty": "loyalty",
+    "coupon": "offer",
+    "generic": "generic",
+}
+_BARCODE_TYPES: Final = {
+    "qr": "QR_CODE",
+    "pdf417": "PDF_417",
+    "aztec": "AZTEC",
+    "code128": "CODE_128",
+}
+_ID_SUFFIX = re.compile(r"^[A-Za-z0-9._-]+$")
+# The same placeholders, with the same meaning, as the Apple barcode message (pkpass.py).
+_BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
+
+
+def vertical_for(template_type: str) -> Vertical:
+    """The Wallet vertical of a template type: event -> eventTicket, coupon -> offer, ..."""
+    try:
+        return _VERTICAL_BY_TYPE[template_type]
+    except KeyError:
+        raise ValueError(f"no Google Wallet vertical for template type {template_type!r}") from None
+
+
+def class_id(issuer_id: str, template_id: str) -> str:
+    """`<issuer id>.<template id>`: one class per template, stable for its lifetime."""
+    return f"{issuer_id}.{_suffix(template_id)}"
+
+
+def object_id(issuer_id: str, pass_id: str) -> str:
+    """`<issuer id>.<pass id>`: one object per pass, stable for its lifetime."""
+    return f"{issuer_id}.{_suffix(pass_id)}"
+
+
+def expand_barcode_message(
+    template: str, *, serial_number: str, short_id: str, field_values: dict[str, str]
+) -> str:
+    """Replace `{serial_number}`, `{short_id}` and `{field_values.<key>}` in `template`."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) == "serial_number":
+            return serial_number
+        if match.group(1) == "short_id":
+            return short_id
+        return field_values.get(match.group(2), "")
+
+    return _BARCODE_PLACEHOLDER.sub(replace, template)
+
+
+def build_class(
+    *,
+    identity: GoogleIdentity,
+    template_id: str,
+    template_type: str,
+    design: Design,
+    logo_url: str | None = None,
+    placeholder_logo_url: str | None = None,
+    language: str = DEFAULT_LANGUAGE,
+) -> dict[str, Any]:
+    """The class resource of a template.
+
+    `logo_url` is a public URL of the design's logo (Google fetches images itself). Only the
+    loyalty vertical requires a logo; without `logo_url` it uses `placeholder_logo_url`, and
+    raises ValueError when both are None. The other verticals omit the logo instead.
+    """
+    vertical = vertical_for(template_type)
+    resource: dict[str, Any] = {"id": class_id(identity.issuer_id, template_id)}
+    if vertical == "generic":
+        # A generic class has no issuer, title or color fields: the object carries them.
+        return resource
+    resource["issuerName"] = design.organization_name
+    resource["reviewStatus"] = "UNDER_REVIEW"
+    resource["hexBackgroundColor"] = design.colors.background
+    logo = None if logo_url is None else _image(logo_url, design.organization_name, language)
+    if vertical == "eventTicket":
+        resource["eventName"] = _localized(design.description, language)
+        if logo is not None:
+            resource["logo"] = logo
+    elif vertical == "loyalty":
+        resource["programName"] = design.description
+        if logo is None:
+            if placeholder_logo_url is None:
+                raise ValueError(
+                    "a loyalty class needs programLogo: pass logo_url or placeholder_logo_url"
+                )
+            logo = _image(placeholder_logo_url, design.organization_name, language)
+        resource["programLogo"] = logo
+    else:  # offer
+        resource["title"] = design.description
+        resource["provider"] = design.organization_name
+        resource["redemptionChannel"] = "INSTORE"
+        if logo is not None:
+            resource["titleImage"] = logo
+    return resource
+
+
+def build_object(
+    *,
+    identity: GoogleIdentity,
+    template_id: str,
+    template_type: str,
+    design: Design,
+    pass_id: str,
+    serial_number: str,
+    short_id: str,
+    field_values: dict[str, str],
+    holder_name: str | None,
+    holder_email: str | None,
+    voided: bool,
+    logo_url: str | None = None,
+    language: str = DEFAULT_LANGUAGE,
+) -> dict[str, Any]:
+    """The object resource of a pass; `logo_url` is used by the generic vertical only."""
+    vertical = vertical_for(template_type)
+    resource: dict[str, Any] = {
+        "id": object_id(identity.issuer_id, pass_id),
+        "classId": class_id(identity.issuer_id, template_id),
+        "state": "INACTIVE" if voided else "ACTIVE",
+    }
+    # Google shows one barcode: the design's first (Apple's `barcodes` list is in priority order).
+    first = next(iter(design.barcode_list()), None)
+    if first is not None:
+        barcode = {
+            "type": _BARCODE_TYPES[first.format],
+            "value": expand_barcode_message(
+                first.message,
+                serial_number=serial_number,
+                short_id=short_id,
+                field_values=field_values,
+            ),
+        }
+        if first.alt_text is not None:
+            barcode["alternateText"] = first.alt_text
+        resource["barcode"] = barcode
+    modules = _text_modules(design, field_values)
+    # Wallet has no e-mail field; a holder without a name is shown by e-mail instead.
+    holder = holder_name or holder_email
+    if vertical == "eventTicket":
+        resource["ticketNumber"] = serial_number
+        if holder:
+            resource["ticketHolderName"] = holder
+    elif vertical == "loyalty":
+        resource["accountId"] = short_id
+        if holder:
+            resource["accountName"] = holder
+    elif vertical == "offer":
+        if holder:
+            modules.append({"id": HOLDER_MODULE_ID, "header": "Name", "body": holder})
+    else:  # generic
+        resource["cardTitle"] = _localized(design.organization_name, language)
+        resource["header"] = _localized(design.description, language)
+        if holder:
+            resource["subheader"] = _localized(holder, language)
+        resource["hexBackgroundColor"] = design.colors.background
+        if logo_url is not None:
+            resource["logo"] = _image(logo_url, design.organization_name, language)
+    if modules:
+        resource["textModulesData"] = modules
+    return resource
+
+
+def _text_modules(design: Design, field_values: dict[str, str]) -> list[dict[str, str]]:
+    modules = []
+    for field in design.fields:
+        # An empty value falls back to the default; a module with no body is left out.
+        body = field_values.get(field.key) or field.default
+        if body:
+            modules.append({"id": field.key, "header": field.label, "body": body})
+    return modules
+
+
+def _localized(value: str, language: str) -> dict[str, Any]:
+    return {"defaultValue": {"language": language, "value": value}}
+
+
+def _image(url: str, description: str, language: str) -> dict[str, Any]:
+    return {"sourceUri": {"uri": url}, "contentDescription": _localized(description, language)}
+
+
+def _suffix(value: str) -> str:
+    # Wallet ids allow only these characters; Tessera's ids (`tmpl_...`, `pass_...`) conform,
+    # so anything else is a caller's bug rather than something to rewrite silently.
+    if not _ID_SUFFIX.match(value):
+        raise ValueError(f"{value!r} is not usable in a Wallet id (A-Z a-z 0-9 . _ - only)")
+    return value

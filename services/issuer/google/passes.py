@@ -1,0 +1,145 @@
+"""One call per event: the save link of a new pass, a changed pass, a changed template.
+
+With a REST client (real credentials), the class and object are upserted through the Wallet
+API and the link is skinny (ids only), as Google recommends. Without one (the development
+identity, which Google does not know), the link is fat: it carries the class and the object.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from services.issuer.google.client import WalletApiError, WalletRestClient
+from services.issuer.google.identity import GoogleIdentity
+from services.issuer.google.objects import build_class, build_object, object_id, vertical_for
+from services.issuer.google.savelink import object_reference, save_url
+from shared.design import Design
+from shared.models import PassRecord, TemplateRecord
+
+
+@dataclass(frozen=True)
+class GoogleWallet:
+    """What issuing to Google Wallet needs; `client` is None for the development identity."""
+
+    identity: GoogleIdentity
+    client: WalletRestClient | None
+    origins: list[str]  # e.g. [site_url]
+    placeholder_logo_url: str | None = None  # for loyalty classes whose template has no logo
+
+
+async def save_link(
+    wallet: GoogleWallet,
+    template: TemplateRecord,
+    pass_record: PassRecord,
+    *,
+    logo_url: str | None = None,
+    now: datetime | None = None,
+) -> str:
+    """The "Add to Google Wallet" link of a pass (upserting class and object when possible)."""
+    vertical = vertical_for(template.type)
+    resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
+    if wallet.client is None:
+        return save_url(
+            wallet.identity,
+            origins=wallet.origins,
+            vertical=vertical,
+            objects=[resource],
+            classes=[resource_class],
+            now=now,
+        )
+    await wallet.client.upsert_class(vertical, resource_class)
+    await wallet.client.upsert_object(vertical, resource)
+    return save_url(
+        wallet.identity,
+        origins=wallet.origins,
+        vertical=vertical,
+        objects=[object_reference(resource)],
+        now=now,
+    )
+
+
+async def sync_template(
+    wallet: GoogleWallet, template: TemplateRecord, *, logo_url: str | None = None
+) -> None:
+    """Push a changed template (design) to its class; a no-op without a client."""
+    if wallet.client is None:
+        return
+    design = Design.from_stored(template.design)
+    resource_class = _class(wallet, template, design, logo_url)
+    await wallet.client.upsert_class(vertical_for(template.type), resource_class)
+
+
+async def sync_pass(
+    wallet: GoogleWallet,
+    template: TemplateRecord,
+    pass_record: PassRecord,
+    *,
+    logo_url: str | None = None,
+) -> None:
+    """Push a changed pass (values, holder, voided) to its object; a no-op without a client.
+
+    Only an object that exists is patched: one that does not is created, current, by the next
+    `save_link`. Voiding is a change like any other (the object becomes INACTIVE).
+    """
+    if wallet.client is None:
+        return
+    _resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
+    try:
+        await wallet.client.patch_object(vertical_for(template.type), resource)
+    except WalletApiError as exc:
+        if exc.status != 404:
+            raise
+
+
+async def void_pass(
+    wallet: GoogleWallet, template: TemplateRecord, pass_record: PassRecord
+) -> None:
+    """Set the pass's object INACTIVE; a no-op without a client or when Google has no object."""
+    if wallet.client is None:
+        return
+    resource_id = object_id(wallet.identity.issuer_id, pass_record.id)
+    try:
+        await wallet.client.set_object_state(vertical_for(template.type), resource_id, "INACTIVE")
+    except WalletApiError as exc:
+        # The object exists only once a link was made; a pass voided before has none to void.
+        if exc.status != 404:
+            raise
+
+
+def resources(
+    wallet: GoogleWallet,
+    template: TemplateRecord,
+    pass_record: PassRecord,
+    *,
+    logo_url: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The class of `template` and the object of `pass_record`."""
+    design = Design.from_stored(template.design)
+    resource = build_object(
+        identity=wallet.identity,
+        template_id=template.id,
+        template_type=template.type,
+        design=design,
+        pass_id=pass_record.id,
+        serial_number=pass_record.serial_number,
+        short_id=pass_record.short_id,
+        field_values=pass_record.field_values,
+        holder_name=pass_record.holder_name,
+        holder_email=pass_record.holder_email,
+        voided=pass_record.voided,
+        logo_url=logo_url,
+    )
+    return _class(wallet, template, design, logo_url), resource
+
+
+def _class(
+    wallet: GoogleWallet, template: TemplateRecord, design: Design, logo_url: str | None
+) -> dict[str, Any]:
+    return build_class(
+        identity=wallet.identity,
+        template_id=template.id,
+        template_type=template.type,
+        design=design,
+        logo_url=logo_url,
+        placeholder_logo_url=wallet.placeholder_logo_url,
+    )

@@ -1,0 +1,191 @@
+"""Template and pass -> Wallet class and object: the mapping rules, one at a time."""
+
+from typing import Any
+
+import pytest
+
+from services.issuer.google.identity import GoogleIdentity
+from services.issuer.google.objects import (
+    HOLDER_MODULE_ID,
+    build_class,
+    class_id,
+    expand_barcode_message,
+    object_id,
+    vertical_for,
+)
+from tests.issuer.google.samples import (
+    LOGO_URL,
+    PASS_ID,
+    PLACEHOLDER_LOGO_URL,
+    SERIAL,
+    SHORT_ID,
+    TEMPLATE_ID,
+    make_design,
+    sample_class,
+    sample_object,
+)
+
+
+@pytest.mark.parametrize(
+    ("template_type", "vertical"),
+    [
+        ("event", "eventTicket"),
+        ("membership", "loyalty"),
+        ("loyalty", "loyalty"),
+        ("coupon", "offer"),
+        ("generic", "generic"),
+    ],
+)
+def test_template_type_to_vertical(template_type: str, vertical: str) -> None:
+    assert vertical_for(template_type) == vertical
+
+
+def test_unknown_template_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="no Google Wallet vertical"):
+        vertical_for("boardingPass")
+
+
+def test_ids_are_issuer_dot_tessera_id(identity: GoogleIdentity) -> None:
+    resource = sample_object(identity, "event")
+
+    assert resource["id"] == f"{identity.issuer_id}.{PASS_ID}"
+    assert resource["classId"] == f"{identity.issuer_id}.{TEMPLATE_ID}"
+    assert sample_class(identity, "event")["id"] == resource["classId"]
+    # Stable: the same pass always maps to the same object, whatever its content.
+    assert sample_object(identity, "event", voided=True, field_values={})["id"] == resource["id"]
+
+
+@pytest.mark.parametrize("bad", ["pass 1", "pass/1", "", "pässe", "a:b"])
+def test_ids_refuse_characters_wallet_does_not_allow(bad: str) -> None:
+    with pytest.raises(ValueError, match="not usable in a Wallet id"):
+        object_id("3388000000000000000", bad)
+    with pytest.raises(ValueError, match="not usable in a Wallet id"):
+        class_id("3388000000000000000", bad)
+
+
+def test_barcode_placeholders_expand_like_apple() -> None:
+    message = expand_barcode_message(
+        "S={serial_number} I={short_id} F={field_values.seat} M={field_values.none} {other}",
+        serial_number="SER",
+        short_id="SID",
+        field_values={"seat": "12A"},
+    )
+    assert message == "S=SER I=SID F=12A M= {other}"
+
+
+@pytest.mark.parametrize(
+    ("design_format", "google_type"),
+    [("qr", "QR_CODE"), ("pdf417", "PDF_417"), ("aztec", "AZTEC"), ("code128", "CODE_128")],
+)
+def test_barcode_type_value_and_alternate_text(
+    identity: GoogleIdentity, design_format: str, google_type: str
+) -> None:
+    barcode = {"format": design_format, "message": "{short_id}-{field_values.seat}"}
+    resource = sample_object(identity, "coupon", make_design(barcode=barcode))
+
+    assert resource["barcode"] == {"type": google_type, "value": f"{SHORT_ID}-12A"}
+
+
+def test_barcode_carries_the_alt_text_and_no_barcode_means_none(identity: GoogleIdentity) -> None:
+    assert sample_object(identity, "event")["barcode"] == {
+        "type": "QR_CODE",
+        "value": f"{SERIAL}|{SHORT_ID}|12A",
+        "alternateText": "Show at the gate",
+    }
+    assert "barcode" not in sample_object(identity, "event", make_design(barcode=None))
+
+
+def test_fields_become_text_modules_with_defaults(identity: GoogleIdentity) -> None:
+    resource = sample_object(identity, "loyalty", field_values={"seat": "12A", "notes": ""})
+
+    # seat from the pass, gate from the design default, notes empty with no default: left out.
+    assert resource["textModulesData"] == [
+        {"id": "seat", "header": "Seat", "body": "12A"},
+        {"id": "gate", "header": "Gate", "body": "B"},
+    ]
+
+
+def test_no_fields_no_text_modules(identity: GoogleIdentity) -> None:
+    resource = sample_object(identity, "event", make_design(fields=[]), holder_name=None)
+    assert "textModulesData" not in resource
+
+
+@pytest.mark.parametrize("template_type", ["event", "membership", "coupon", "loyalty", "generic"])
+def test_voided_pass_is_inactive(identity: GoogleIdentity, template_type: str) -> None:
+    assert sample_object(identity, template_type)["state"] == "ACTIVE"
+    assert sample_object(identity, template_type, voided=True)["state"] == "INACTIVE"
+
+
+def _holder(resource: dict[str, Any]) -> Any:
+    for key in ("ticketHolderName", "accountName"):
+        if key in resource:
+            return resource[key]
+    if "subheader" in resource:
+        return resource["subheader"]["defaultValue"]["value"]
+    modules = {module["id"]: module for module in resource.get("textModulesData", [])}
+    return modules[HOLDER_MODULE_ID]["body"] if HOLDER_MODULE_ID in modules else None
+
+
+@pytest.mark.parametrize("template_type", ["event", "loyalty", "coupon", "generic"])
+def test_holder_name_then_email_then_nothing(identity: GoogleIdentity, template_type: str) -> None:
+    assert _holder(sample_object(identity, template_type)) == "Ada Lovelace"
+    by_email = sample_object(identity, template_type, holder_name=None)
+    assert _holder(by_email) == "ada@example.com"
+    anonymous = sample_object(identity, template_type, holder_name=None, holder_email=None)
+    assert _holder(anonymous) is None
+
+
+def test_vertical_specific_object_fields(identity: GoogleIdentity) -> None:
+    assert sample_object(identity, "event")["ticketNumber"] == SERIAL
+    assert sample_object(identity, "membership")["accountId"] == SHORT_ID
+    generic = sample_object(identity, "generic", logo_url=LOGO_URL)
+    assert generic["cardTitle"]["defaultValue"] == {"language": "en", "value": "Acme Events"}
+    assert generic["header"]["defaultValue"]["value"] == "Summer Festival 2026"
+    assert generic["hexBackgroundColor"] == "#1A2B3C"
+    assert generic["logo"]["sourceUri"] == {"uri": LOGO_URL}
+
+
+def test_classes_per_vertical(identity: GoogleIdentity) -> None:
+    event = sample_class(identity, "event")
+    assert event["issuerName"] == "Acme Events"
+    assert event["eventName"] == {
+        "defaultValue": {"language": "en", "value": "Summer Festival 2026"}
+    }
+    assert event["reviewStatus"] == "UNDER_REVIEW"
+    assert event["hexBackgroundColor"] == "#1A2B3C"
+    loyalty = sample_class(identity, "loyalty")
+    assert loyalty["programName"] == "Summer Festival 2026"
+    offer = sample_class(identity, "coupon")
+    assert (offer["title"], offer["provider"]) == ("Summer Festival 2026", "Acme Events")
+    assert offer["redemptionChannel"] == "INSTORE"
+    assert sample_class(identity, "generic") == {"id": f"{identity.issuer_id}.{TEMPLATE_ID}"}
+
+
+def test_logo_where_each_vertical_takes_it(identity: GoogleIdentity) -> None:
+    assert sample_class(identity, "event", logo_url=LOGO_URL)["logo"]["sourceUri"]["uri"] == (
+        LOGO_URL
+    )
+    assert sample_class(identity, "coupon", logo_url=LOGO_URL)["titleImage"]["sourceUri"] == {
+        "uri": LOGO_URL
+    }
+    loyalty = sample_class(identity, "membership", logo_url=LOGO_URL)
+    assert loyalty["programLogo"]["sourceUri"]["uri"] == LOGO_URL
+    assert loyalty["programLogo"]["contentDescription"]["defaultValue"]["value"] == "Acme Events"
+
+
+def test_without_a_logo_url_only_loyalty_uses_the_placeholder(identity: GoogleIdentity) -> None:
+    assert "logo" not in sample_class(identity, "event")
+    assert "titleImage" not in sample_class(identity, "coupon")
+    assert "logo" not in sample_object(identity, "generic")
+    loyalty = sample_class(identity, "loyalty")
+    assert loyalty["programLogo"]["sourceUri"]["uri"] == PLACEHOLDER_LOGO_URL
+
+
+def test_loyalty_without_any_logo_is_refused(identity: GoogleIdentity) -> None:
+    with pytest.raises(ValueError, match="programLogo"):
+        build_class(
+            identity=identity,
+            template_id=TEMPLATE_ID,
+            template_type="membership",
+            design=make_design(),
+        )

@@ -1,0 +1,135 @@
+"""Issuing to Google Wallet end to end: fat links without a client, skinny ones with the fake."""
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from google.auth import crypt
+
+from services.issuer.google.client import WalletRestClient
+from services.issuer.google.identity import GoogleIdentity
+from services.issuer.google.passes import (
+    GoogleWallet,
+    save_link,
+    sync_pass,
+    sync_template,
+    void_pass,
+)
+from services.issuer.google.savelink import SAVE_URL_PREFIX
+from shared.models import PassRecord, TemplateRecord
+from tests.issuer.google.samples import (
+    PASS_ID,
+    PLACEHOLDER_LOGO_URL,
+    SERIAL,
+    SHORT_ID,
+    TEMPLATE_ID,
+    make_design,
+)
+from tests.support.fake_google import FakeGoogle
+
+ORIGINS = ["https://tessera.example.com"]
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def _template(template_type: str = "membership", **design: Any) -> TemplateRecord:
+    return TemplateRecord.model_validate(
+        {
+            "_id": TEMPLATE_ID,
+            "account_id": "acct_x",
+            "mode": "live",
+            "created_at": NOW,
+            "updated_at": NOW,
+            "name": "Members",
+            "type": template_type,
+            "apple_style": "storeCard",
+            "design": make_design(**design).model_dump(mode="json"),
+        }
+    )
+
+
+def _pass(**changes: Any) -> PassRecord:
+    document = {
+        "_id": PASS_ID,
+        "account_id": "acct_x",
+        "mode": "live",
+        "created_at": NOW,
+        "updated_at": NOW,
+        "short_id": SHORT_ID,
+        "template_id": TEMPLATE_ID,
+        "serial_number": SERIAL,
+        "holder_name": "Ada Lovelace",
+        "field_values": {"seat": "12A"},
+        "authentication_token": "t" * 32,
+        **changes,
+    }
+    return PassRecord.model_validate(document)
+
+
+def _payload(identity: GoogleIdentity, url: str) -> dict[str, Any]:
+    token = url.removeprefix(SAVE_URL_PREFIX)
+    signed_part, _, signature = token.rpartition(".")
+    raw_signature = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+    verifier = crypt.RSAVerifier.from_string(identity.public_key_pem())
+    assert verifier.verify(signed_part.encode(), raw_signature)
+    claims_part = signed_part.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(claims_part + "=" * (-len(claims_part) % 4)))
+    assert claims["origins"] == ORIGINS
+    payload: dict[str, Any] = claims["payload"]
+    return payload
+
+
+async def test_without_a_client_the_link_is_fat(identity: GoogleIdentity) -> None:
+    wallet = GoogleWallet(identity, None, ORIGINS, PLACEHOLDER_LOGO_URL)
+
+    url = await save_link(wallet, _template(), _pass(), now=NOW)
+
+    payload = _payload(identity, url)
+    assert [o["id"] for o in payload["loyaltyObjects"]] == [f"{identity.issuer_id}.{PASS_ID}"]
+    assert payload["loyaltyObjects"][0]["accountName"] == "Ada Lovelace"
+    assert payload["loyaltyClasses"][0]["programLogo"]["sourceUri"]["uri"] == (PLACEHOLDER_LOGO_URL)
+    # Nothing to push anywhere without a client.
+    await sync_template(wallet, _template())
+    await sync_pass(wallet, _template(), _pass(voided=True))
+    await void_pass(wallet, _template(), _pass(voided=True))
+
+
+async def test_with_a_client_resources_are_upserted_and_the_link_is_skinny(
+    identity: GoogleIdentity, fake_google: FakeGoogle
+) -> None:
+    async with WalletRestClient(
+        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
+    ) as client:
+        wallet = GoogleWallet(identity, client, ORIGINS, PLACEHOLDER_LOGO_URL)
+        template = _template("event")
+        object_id = f"{identity.issuer_id}.{PASS_ID}"
+        class_id = f"{identity.issuer_id}.{TEMPLATE_ID}"
+
+        url = await save_link(wallet, template, _pass(), now=NOW)
+        assert _payload(identity, url) == {
+            "eventTicketObjects": [{"id": object_id, "classId": class_id}]
+        }
+        assert fake_google.objects[object_id]["ticketHolderName"] == "Ada Lovelace"
+
+        await sync_pass(wallet, template, _pass(field_values={"seat": "14C"}))
+        assert fake_google.objects[object_id]["textModulesData"][0]["body"] == "14C"
+
+        await sync_template(wallet, _template("event", description="Autumn Festival"))
+        event_name = fake_google.classes[class_id]["eventName"]["defaultValue"]["value"]
+        assert event_name == "Autumn Festival"
+
+        await void_pass(wallet, template, _pass(voided=True))
+        assert fake_google.objects[object_id]["state"] == "INACTIVE"
+
+
+async def test_a_pass_google_has_never_seen_is_left_alone(
+    identity: GoogleIdentity, fake_google: FakeGoogle
+) -> None:
+    async with WalletRestClient(
+        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
+    ) as client:
+        wallet = GoogleWallet(identity, client, ORIGINS)
+        await sync_pass(wallet, _template("generic"), _pass())
+        await void_pass(wallet, _template("generic"), _pass(voided=True))
+
+    assert fake_google.objects == {}
