@@ -9,7 +9,15 @@ from fastapi import FastAPI
 from services.api import errors, openapi
 from services.api.config import ApiSettings
 from services.api.deps import ApiContext
-from services.api.endpoints import admin, events, files, passes, templates
+from services.api.endpoints import (
+    admin,
+    events,
+    files,
+    images,
+    passes,
+    passes_variant_a,
+    templates,
+)
 from services.api.idempotency import IdempotencyPolicy
 from services.api.middleware import RequestContextMiddleware
 from services.api.repository import ApiRepository
@@ -65,7 +73,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    for module in (templates, passes, events, files):
+    for module in (templates, passes, events, files, images, passes_variant_a):
         app.include_router(module.router)
     if settings.admin_token is not None:
         # Without a token the operator API does not exist at all: 404, not in /openapi.json.

@@ -7,7 +7,9 @@ from fastapi import FastAPI
 
 from services.issuer import handlers
 from services.issuer.config import IssuerSettings
-from services.issuer.identity import signing_identity
+from services.issuer.google.client import WalletRestClient
+from services.issuer.google.passes import GoogleWallet
+from services.issuer.identity import load_identities
 from services.issuer.outbox import OutboxRelay
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
@@ -21,8 +23,24 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     conn = open_connections(settings)
     repo = IssuerRepository(conn.mongo, conn.db)
     relay = OutboxRelay(repo, conn.broker, settings.outbox_poll_seconds)
+    identities = load_identities(settings)
+    google_client = (
+        None
+        if identities.google.is_development
+        else WalletRestClient(
+            identities.google,
+            api_base_url=settings.google_api_base_url,
+            token_uri=settings.google_token_uri,
+        )
+    )
+    google = GoogleWallet(
+        identities.google,
+        google_client,
+        origins=[settings.site_url],
+        placeholder_logo_url=f"{settings.site_url}/assets/logo.png",
+    )
     service = IssuerService(
-        repo, signing_identity(settings), settings.wallet_url, clock or SystemClock(), relay.notify
+        repo, identities, google, settings, clock or SystemClock(), relay.notify
     )
     handlers.register(conn.broker, service, settings.command_workers)
 
@@ -35,6 +53,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
                 yield
             finally:
                 await relay.stop()
+                if google_client is not None:
+                    await google_client.aclose()
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))

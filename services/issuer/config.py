@@ -21,6 +21,11 @@ class IssuerSettings(ServiceSettings):
     apple_private_key_path: Path | None = None
     apple_private_key_password: str | None = None
     apple_wwdr_certificate_path: Path | None = None
+    # Google Wallet: a service account JSON key and the Wallet issuer id; unset = development.
+    google_service_account_path: Path | None = None
+    google_issuer_id: str | None = None
+    google_api_base_url: str = "https://walletobjects.googleapis.com/walletobjects/v1"
+    google_token_uri: str | None = None
     outbox_poll_seconds: float = 1.0
     # Commands handled at once by one issuer process (each in its own transaction).
     command_workers: int = 16
@@ -38,4 +43,8 @@ class IssuerSettings(ServiceSettings):
             )
         if self.environment == "production" and not all(given):
             raise ValueError("production needs a real Apple signing identity")
+        if self.google_service_account_path is not None and not self.google_issuer_id:
+            raise ValueError(
+                "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH needs TESSERA_ISSUER_GOOGLE_ISSUER_ID"
+            )
         return self

@@ -1,10 +1,36 @@
-"""Chooses the Apple signing identity: the configured one, or the generated development one."""
+"""The signing identities of the issuer: Apple's and Google's, configured or generated.
+
+Without configured credentials the issuer generates development identities under
+`{data_dir}/signing/` on first start. Which identity signs which mode:
+- configured credentials sign both test-mode and live-mode passes;
+- development identities sign test-mode passes only: a live-mode pass needs both real
+  identities, and without them issuing one answers 403 authorization_error
+  (code `live_signing_not_configured`) instead of producing a pass no wallet would accept.
+"""
+
+from dataclasses import dataclass
 
 from services.issuer.config import IssuerSettings
+from services.issuer.google.identity import GoogleIdentity, configured_google_identity
 from services.issuer.signing import SigningIdentity, ensure_dev_identity, load_identity
 
 
-def signing_identity(settings: IssuerSettings) -> SigningIdentity:
+@dataclass(frozen=True)
+class Identities:
+    apple: SigningIdentity
+    apple_is_development: bool
+    google: GoogleIdentity
+
+    @property
+    def live_ready(self) -> bool:
+        return not self.apple_is_development and not self.google.is_development
+
+    def missing_for_live(self) -> list[str]:
+        missing = ["Apple Wallet"] if self.apple_is_development else []
+        return missing + (["Google Wallet"] if self.google.is_development else [])
+
+
+def apple_identity(settings: IssuerSettings) -> SigningIdentity:
     if settings.apple_certificate_path is None or settings.apple_private_key_path is None:
         return ensure_dev_identity(
             settings.data_dir / "signing",
@@ -20,4 +46,16 @@ def signing_identity(settings: IssuerSettings) -> SigningIdentity:
         wwdr_pem=settings.apple_wwdr_certificate_path.read_bytes(),
         pass_type_identifier=settings.pass_type_identifier,
         team_identifier=settings.team_identifier,
+    )
+
+
+def load_identities(settings: IssuerSettings) -> Identities:
+    return Identities(
+        apple=apple_identity(settings),
+        apple_is_development=settings.apple_certificate_path is None,
+        google=configured_google_identity(
+            service_account_path=settings.google_service_account_path,
+            issuer_id=settings.google_issuer_id,
+            dev_directory=settings.data_dir / "signing",
+        ),
     )

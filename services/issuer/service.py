@@ -14,15 +14,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from services.issuer.pkpass import PassContent, build_pkpass, decode_png
+from services.issuer.config import IssuerSettings
+from services.issuer.content import metadata_dates
+from services.issuer.google.client import GoogleWalletError
+from services.issuer.google.passes import GoogleWallet, sync_template
+from services.issuer.google.passes import save_link as google_save_link
+from services.issuer.identity import Identities
+from services.issuer.pkpass import PassContent, build_pkpass
 from services.issuer.repository import ConcurrentUpdate, IssuerRepository, UnitOfWork
-from services.issuer.signing import SigningIdentity
+from services.issuer.validation import check_field_values, check_metadata_dates, validate_design
 from shared.clock import Clock
 from shared.design import Design
-from shared.errors import InvalidRequest, not_found
+from shared.errors import AuthorizationError, InternalError, InvalidRequest, not_found
 from shared.ids import new_id, short_slug
 from shared.messages import (
     CreatePass,
@@ -50,48 +55,21 @@ class Outcome:
     events: list[PassEventMessage] = field(default_factory=list)
 
 
-def validate_design(design: dict[str, Any], apple_style: str) -> Design:
-    """The design as a model; errors name the offending path under `design`."""
-    try:
-        model = Design.model_validate(design)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(part) for part in ("design", *first["loc"]))
-        raise InvalidRequest(f"Invalid design: {first['msg']}", param=path) from exc
-    for name, encoded in model.images.model_dump(exclude_none=True).items():
-        try:
-            decode_png(encoded, name)
-        except ValueError as exc:
-            raise InvalidRequest(str(exc), param=f"design.images.{name}") from exc
-    if apple_style == "boardingPass" and model.transit_type is None:
-        raise InvalidRequest(
-            "A boardingPass template needs design.transit_type.", param="design.transit_type"
-        )
-    return model
-
-
-def check_field_values(design: Design, values: dict[str, str]) -> None:
-    known = design.field_keys()
-    for key in values:
-        if key not in known:
-            raise InvalidRequest(
-                f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
-                param=f"field_values.{key}",
-            )
-
-
 class IssuerService:
     def __init__(
         self,
         repo: IssuerRepository,
-        identity: SigningIdentity,
-        wallet_url: str,
+        identities: Identities,
+        google: GoogleWallet,
+        settings: IssuerSettings,
         clock: Clock,
         on_commit: Callable[[], None],
     ):
         self._repo = repo
-        self._identity = identity
-        self._wallet_url = wallet_url
+        self._identities = identities
+        self._google = google
+        self._site_url = settings.site_url
+        self._wallet_url = settings.wallet_url
         self._clock = clock
         self._on_commit = on_commit
 
@@ -187,6 +165,14 @@ class IssuerService:
                 mode="json"
             )
         updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
+        design = Design.from_stored(updated.design)
+        try:
+            await sync_template(self._google, updated, logo_url=self._logo_url(updated, design))
+        except GoogleWalletError as exc:
+            raise InternalError(
+                "Google Wallet did not accept the template change; retry.",
+                code="google_wallet_unavailable",
+            ) from exc
 
         async def apply(uow: UnitOfWork) -> None:
             await uow.replace_template(updated)
@@ -201,8 +187,16 @@ class IssuerService:
                 param="template_id",
                 code="template_archived",
             )
-        design = Design.model_validate(template.design)
+        if cmd.mode == "live" and not self._identities.live_ready:
+            missing = " and ".join(self._identities.missing_for_live())
+            raise AuthorizationError(
+                f"Live passes cannot be issued: this Tessera has no production {missing} "
+                "credentials. Use a test key, or ask the operator to configure them.",
+                code="live_signing_not_configured",
+            )
+        design = Design.from_stored(template.design)
         check_field_values(design, cmd.field_values)
+        check_metadata_dates(cmd.metadata)
         now = self._clock.now()
         record = PassRecord.model_validate(
             {
@@ -222,7 +216,7 @@ class IssuerService:
                 "updated_at": now,
             }
         )
-        return self._store_pass(record, template, design, "created", {}, insert=True)
+        return await self._store_pass(record, template, design, "created", {}, insert=True)
 
     async def _pass_or_404(self, cmd: UpdatePass | VoidPass) -> PassRecord:
         record = await self._repo.pass_(cmd.account_id, cmd.mode, cmd.pass_id)
@@ -237,7 +231,7 @@ class IssuerService:
                 f"Pass '{record.id}' is voided and can no longer be updated.", code="pass_voided"
             )
         template = await self._template_or_404(cmd, record.template_id, None)
-        design = Design.model_validate(template.design)
+        design = Design.from_stored(template.design)
         field_values = dict(record.field_values)
         metadata = dict(record.metadata)
         if cmd.field_values is not None:
@@ -249,6 +243,7 @@ class IssuerService:
                 metadata.pop(key, None)
             else:
                 metadata[key] = value
+        check_metadata_dates(metadata)
         updated = record.model_copy(
             update={
                 "field_values": field_values,
@@ -261,7 +256,7 @@ class IssuerService:
             "field_values": sorted(cmd.field_values or {}),
             "metadata": sorted(cmd.metadata or {}),
         }
-        return self._store_pass(updated, template, design, "updated", changed, insert=False)
+        return await self._store_pass(updated, template, design, "updated", changed, insert=False)
 
     async def _void_pass(self, cmd: VoidPass) -> Outcome:
         record = await self._pass_or_404(cmd)
@@ -281,10 +276,10 @@ class IssuerService:
                 "updated_at": now,
             }
         )
-        design = Design.model_validate(template.design)
-        return self._store_pass(updated, template, design, "voided", {}, insert=False)
+        design = Design.from_stored(template.design)
+        return await self._store_pass(updated, template, design, "voided", {}, insert=False)
 
-    def _store_pass(
+    async def _store_pass(
         self,
         record: PassRecord,
         template: TemplateRecord,
@@ -294,7 +289,10 @@ class IssuerService:
         *,
         insert: bool,
     ) -> Outcome:
-        pkpass = build_pkpass(self._content(record, template, design), self._identity)
+        # Every version of a pass gets a fresh Google link (with real credentials this also
+        # upserts the class and object, so a voided pass turns INACTIVE in Google Wallet).
+        record.google_save_url = await self._google_link(template, design, record)
+        pkpass = build_pkpass(self._content(record, template, design), self._identities.apple)
         event = PassEventMessage(
             id=new_id("pass_event"),
             account_id=record.account_id,
@@ -315,7 +313,26 @@ class IssuerService:
 
         return Outcome(result=record.model_dump(mode="json"), apply=apply, events=[event])
 
+    def _logo_url(self, template: TemplateRecord, design: Design) -> str | None:
+        """Google fetches images by URL: the template's logo as the api serves it publicly."""
+        return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
+
+    async def _google_link(
+        self, template: TemplateRecord, design: Design, record: PassRecord
+    ) -> str:
+        try:
+            return await google_save_link(
+                self._google, template, record, logo_url=self._logo_url(template, design)
+            )
+        except GoogleWalletError as exc:
+            log.error("Google Wallet call failed: %s", exc)
+            raise InternalError(
+                "Google Wallet did not accept the pass; retry with the same Idempotency-Key.",
+                code="google_wallet_unavailable",
+            ) from exc
+
     def _content(self, record: PassRecord, template: TemplateRecord, design: Design) -> PassContent:
+        dates = metadata_dates(record.metadata, strict=False)
         return PassContent(
             apple_style=template.apple_style,
             design=design,
@@ -326,6 +343,9 @@ class IssuerService:
             authentication_token=record.authentication_token,
             web_service_url=self._wallet_url,
             voided=record.voided,
+            # Valid per-pass dates in metadata override the design's (checked when written).
+            expiration_date=dates.expiration_date,
+            relevant_date=dates.relevant_date,
         )
 
     async def _free_short_id(self) -> str:

@@ -44,6 +44,7 @@ class Stack:
     host: str = "127.0.0.1"
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     api_port: int = 0
+    extra_env: dict[str, str] = field(default_factory=dict)
     children: dict[str, Child] = field(default_factory=dict)
 
     @property
@@ -73,7 +74,7 @@ class Stack:
         )
         for name in SERVICES:
             env[f"TESSERA_{name.upper()}_PORT"] = str(self.api_port + PORT_OFFSETS[name])
-        return env
+        return env | self.extra_env
 
     def start(self, *names: str) -> None:
         env = self.env()

@@ -1,0 +1,100 @@
+"""Variant A: `POST /passes` with an `x-api-key` header (spec 2.8, 4.2, 5, 7, 9).
+
+Answers 201 `{"apple", "google"}`: the URL that downloads the signed .pkpass and the Google
+Wallet save link. Errors are `{"message"}` (see services/api/rendering.py). It records the same
+`created` event as `POST /v1/passes`.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, StrictStr
+
+from services.api import variant_a
+from services.api.accounts import authenticate
+from services.api.deps import ContextDep
+from services.api.schemas import pass_urls
+from shared.design import Design
+from shared.errors import InternalError, NotFound
+from shared.ids import has_prefix, new_id
+from shared.logs import account_id_var, request_id_var
+from shared.messages import CreatePass, issuer_subject
+from shared.models import PassRecord
+
+router = APIRouter(tags=["Variant A"])
+
+
+class CreatePassRequest(BaseModel):
+    templateId: StrictStr  # the wire name of spec 2.8
+    data: dict[str, Any]
+
+
+class CreatePassResponse(BaseModel):
+    apple: str
+    google: str
+
+
+class ErrorMessage(BaseModel):
+    message: str
+
+
+_DECLARED = {
+    201: {"model": CreatePassResponse, "description": "The pass was issued."},
+    **{
+        status: {"model": ErrorMessage, "description": description}
+        for status, description in (
+            (400, "Bad request"),
+            (401, "Missing or invalid API key"),
+            (404, "Unknown template"),
+            (500, "Internal error"),
+        )
+    },
+}
+
+
+@router.post(
+    "/passes",
+    status_code=201,
+    summary="Create a pass",
+    operation_id="createPass",
+    responses=_DECLARED,  # type: ignore[arg-type]  # FastAPI accepts int keys here
+    openapi_extra={
+        "security": [{"ApiKeyAuth": []}],
+        # Declared required as spec 4.2 does; a missing key still answers 401, not 400.
+        "parameters": [
+            {"name": "x-api-key", "in": "header", "required": True, "schema": {"type": "string"}}
+        ],
+    },
+)
+async def create_pass(
+    ctx: ContextDep,
+    body: CreatePassRequest,
+    x_api_key: Annotated[str | None, Header(alias="x-api-key", include_in_schema=False)] = None,
+) -> JSONResponse:
+    principal = await authenticate(ctx.repo, x_api_key)
+    account_id_var.set(principal.account_id)
+    template_id = body.templateId
+    template = None
+    if has_prefix(template_id, "template"):
+        template = await ctx.issuer.template(principal.account_id, principal.mode, template_id)
+    if template is None:
+        raise NotFound(f"No such template: '{template_id}'")
+    mapped = variant_a.map_data(Design.from_stored(template.design), body.data)
+    command = CreatePass(
+        command_id=new_id("command"),
+        account_id=principal.account_id,
+        mode=principal.mode,
+        request_id=request_id_var.get(),
+        template_id=template_id,
+        holder_email=mapped.holder_email,
+        holder_name=mapped.holder_name,
+        field_values=mapped.field_values,
+        metadata=mapped.metadata,
+        created_via_api=True,
+    )
+    record = PassRecord.model_validate(await ctx.command(issuer_subject(command.type), command))
+    if record.google_save_url is None:
+        raise InternalError("The pass has no Google Wallet link.")
+    _, download_url = pass_urls(ctx.settings.site_url, record.short_id)
+    return JSONResponse({"apple": download_url, "google": record.google_save_url}, 201)

@@ -1,0 +1,42 @@
+"""The issuer's checks of what a command asks for, each failing with the offending `param`."""
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from services.issuer.content import MetadataDateError, metadata_dates
+from shared.design import Design, DesignStyleError
+from shared.errors import InvalidRequest
+
+
+def validate_design(design: dict[str, Any], apple_style: str) -> Design:
+    """The design as a model, checked for the template's apple_style."""
+    try:
+        model = Design.model_validate(design)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(part) for part in ("design", *first["loc"]))
+        raise InvalidRequest(f"Invalid design: {first['msg']}", param=path) from exc
+    try:
+        model.check_style(apple_style)
+    except DesignStyleError as exc:
+        raise InvalidRequest(str(exc), param=f"design.{exc.param}") from exc
+    return model
+
+
+def check_field_values(design: Design, values: dict[str, str]) -> None:
+    known = design.field_keys()
+    for key in values:
+        if key not in known:
+            raise InvalidRequest(
+                f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
+                param=f"field_values.{key}",
+            )
+
+
+def check_metadata_dates(metadata: dict[str, Any]) -> None:
+    """`metadata.expiration_date` / `relevant_date` override the design's dates: check them."""
+    try:
+        metadata_dates(metadata)
+    except MetadataDateError as exc:
+        raise InvalidRequest(str(exc), param=exc.param) from exc

@@ -1,0 +1,187 @@
+"""Live mode on a stack with "production" credentials: an Apple identity loaded from files and a
+Google service account whose REST calls go to a local fake of Google's API (real HTTP).
+
+This exercises the paths a real deployment takes: configured signing for both modes, class and
+object upserts through the Wallet REST API, skinny save links, and INACTIVE on voiding.
+"""
+
+import base64
+import io
+import json
+import subprocess
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from services.issuer.google.identity import ensure_dev_google_identity
+from services.issuer.signing import ensure_dev_identity
+from tests.issuer.google import walletschema
+from tests.support.api import (
+    assert_error,
+    create_pass,
+    create_template,
+    ids,
+    list_page,
+    ok,
+    wait_for_events,
+)
+from tests.support.fake_google import FakeGoogle, running_fake_google
+from tests.support.stack import Stack, new_stack
+
+pytestmark = pytest.mark.e2e
+ISSUER_ID = "3388000000012345678"
+
+
+@pytest.fixture(scope="module")
+def fake_google() -> Iterator[FakeGoogle]:
+    with running_fake_google(validate=walletschema.errors) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def stack(
+    nats_url: str,
+    mongo_url: str,
+    fake_google: FakeGoogle,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Stack]:
+    """Overrides the development stack of conftest.py with configured credentials."""
+    running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("live-stack"))
+    apple, google_dir = running.work_dir / "apple", running.work_dir / "google"
+    ensure_dev_identity(apple, pass_type_identifier="pass.com.example.live")
+    google = ensure_dev_google_identity(google_dir, ISSUER_ID)
+    fake_google.register(google.client_email, google.public_key_pem())
+    running.extra_env = {
+        "TESSERA_ISSUER_PASS_TYPE_IDENTIFIER": "pass.com.example.live",
+        "TESSERA_ISSUER_APPLE_CERTIFICATE_PATH": str(apple / "signer.pem"),
+        "TESSERA_ISSUER_APPLE_PRIVATE_KEY_PATH": str(apple / "signer-key.pem"),
+        "TESSERA_ISSUER_APPLE_WWDR_CERTIFICATE_PATH": str(apple / "wwdr.pem"),
+        "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH": str(
+            google_dir / "google-service-account.json"
+        ),
+        "TESSERA_ISSUER_GOOGLE_ISSUER_ID": ISSUER_ID,
+        "TESSERA_ISSUER_GOOGLE_API_BASE_URL": fake_google.api_base_url,
+        "TESSERA_ISSUER_GOOGLE_TOKEN_URI": fake_google.token_uri,
+    }
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+def _object_of(fake_google: FakeGoogle, pass_id: str) -> str:
+    (object_id,) = [key for key in fake_google.objects if pass_id.split("_", 1)[1] in key]
+    return object_id
+
+
+def test_a_live_pass_is_signed_and_synced_to_google(stack: Stack, fake_google: FakeGoogle) -> None:
+    account = stack.new_account("paid")
+    with stack.client(headers=account.headers("live")) as live:
+        template = create_template(live)
+        issued = create_pass(live, template["id"])
+        assert issued["mode"] == "live"
+        pkpass = live.get(issued["download_url"])
+    archive = zipfile.ZipFile(io.BytesIO(pkpass.content))
+    pass_json = json.loads(archive.read("pass.json"))
+    assert pass_json["passTypeIdentifier"] == "pass.com.example.live"
+    folder = stack.work_dir / f"unzipped-{issued['id']}"
+    archive.extractall(folder)
+    verified = subprocess.run(
+        ["/usr/bin/openssl", "cms", "-verify", "-binary", "-inform", "DER",
+         "-in", str(folder / "signature"), "-content", str(folder / "manifest.json"),
+         "-CAfile", str(stack.work_dir / "apple" / "root-ca.pem"), "-purpose", "any",
+         "-out", "/dev/null"],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    # With real credentials the class and object live at Google.
+    stored = fake_google.objects[_object_of(fake_google, issued["id"])]
+    assert stored["state"] == "ACTIVE"
+    assert stored["classId"] in fake_google.classes
+
+
+def test_patch_and_void_reach_google(stack: Stack, fake_google: FakeGoogle) -> None:
+    account = stack.new_account("paid")
+    with stack.client(headers=account.headers("live")) as live:
+        template = create_template(live)
+        issued = create_pass(live, template["id"])
+        object_id = _object_of(fake_google, issued["id"])
+        ok(live.patch(f"/v1/passes/{issued['id']}", json={"field_values": {"seat": "Z99"}}))
+        assert "Z99" in json.dumps(fake_google.objects[object_id])
+        ok(live.delete(f"/v1/passes/{issued['id']}"))
+    assert fake_google.objects[object_id]["state"] == "INACTIVE"
+
+
+def test_variant_a_google_link_is_skinny_with_real_credentials(
+    stack: Stack, fake_google: FakeGoogle
+) -> None:
+    account = stack.new_account("paid")
+    with stack.client(headers=account.headers("live")) as live:
+        template = create_template(live)
+    response = httpx2.post(
+        f"{stack.base_url}/passes",
+        json={"templateId": template["id"], "data": {}},
+        headers={"x-api-key": account.live_key},
+    )
+    assert response.status_code == 201, response.text
+    token = response.json()["google"].rsplit("/", 1)[1]
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    (objects,) = claims["payload"].values()
+    assert set(objects[0]) <= {"id", "classId"}
+    assert objects[0]["id"] in fake_google.objects
+
+
+def test_test_and_live_objects_are_separate(stack: Stack) -> None:
+    account = stack.new_account("paid")
+    with (
+        stack.client(headers=account.headers("test")) as test,
+        stack.client(headers=account.headers("live")) as live,
+    ):
+        t_tmpl = create_template(test, name="test tmpl")
+        l_tmpl = create_template(live, name="live tmpl")
+        t_pass = create_pass(test, t_tmpl["id"])
+        l_pass = create_pass(live, l_tmpl["id"])
+        assert t_pass["mode"] == "test"
+        assert l_pass["mode"] == "live"
+
+        assert ids(list_page(test, "/v1/templates")) == [t_tmpl["id"]]
+        assert ids(list_page(live, "/v1/templates")) == [l_tmpl["id"]]
+        assert ids(list_page(test, "/v1/passes")) == [t_pass["id"]]
+        assert ids(list_page(live, "/v1/passes")) == [l_pass["id"]]
+        assert list_page(live, "/v1/passes", template_id=t_tmpl["id"])["data"] == []
+
+        for client, tmpl, pass_ in ((live, t_tmpl, t_pass), (test, l_tmpl, l_pass)):
+            assert_error(client.get(f"/v1/templates/{tmpl['id']}"), 404, "not_found_error")
+            assert_error(
+                client.patch(f"/v1/templates/{tmpl['id']}", json={"name": "x"}),
+                404,
+                "not_found_error",
+            )
+            assert_error(client.delete(f"/v1/templates/{tmpl['id']}"), 404, "not_found_error")
+            assert_error(
+                client.post("/v1/passes", json={"template_id": tmpl["id"]}), 404, "not_found_error"
+            )
+            assert_error(client.get(f"/v1/passes/{pass_['id']}"), 404, "not_found_error")
+            assert_error(
+                client.patch(f"/v1/passes/{pass_['id']}", json={"metadata": {"a": 1}}),
+                404,
+                "not_found_error",
+            )
+            assert_error(client.delete(f"/v1/passes/{pass_['id']}"), 404, "not_found_error")
+            assert_error(client.get(f"/v1/passes/{pass_['id']}/events"), 404, "not_found_error")
+
+        # Events too: each mode sees only its own.
+        def created_ids(client: httpx2.Client) -> list[str]:
+            return [e["pass_id"] for e in list_page(client, "/v1/events")["data"]]
+
+        wait_for_events(test, t_pass["id"], ["created"])
+        wait_for_events(live, l_pass["id"], ["created"])
+        assert created_ids(test) == [t_pass["id"]]
+        assert created_ids(live) == [l_pass["id"]]
+        # Nothing was changed by the refused cross-mode writes.
+        assert ok(test.get(f"/v1/templates/{t_tmpl['id']}")) == t_tmpl
+        assert ok(live.get(f"/v1/passes/{l_pass['id']}")) == l_pass
