@@ -16,9 +16,11 @@ class IssuerSettings(ServiceSettings):
     data_dir: Path = Path(".tessera")
     pass_type_identifier: str = "pass.dev.tessera"  # noqa: S105 (an identifier, not a secret)
     team_identifier: str = "TESSERADEV"
-    # A production identity: PEM certificate + key (optionally encrypted) and Apple's WWDR G4.
+    # A production identity and Apple's WWDR G4 intermediate: the pass type certificate and key
+    # as PEM files (the key optionally encrypted), or both in one PKCS#12 (.p12) file.
     apple_certificate_path: Path | None = None
     apple_private_key_path: Path | None = None
+    apple_pkcs12_path: Path | None = None
     apple_private_key_password: str | None = None
     apple_wwdr_certificate_path: Path | None = None
     # Google Wallet: a service account JSON key and the Wallet issuer id; unset = development.
@@ -35,16 +37,23 @@ class IssuerSettings(ServiceSettings):
         refuse_placeholder(
             self.apple_private_key_password, self.environment, "apple_private_key_password"
         )
-        given = [self.apple_certificate_path, self.apple_private_key_path]
-        if any(given) and not all([*given, self.apple_wwdr_certificate_path]):
+        pem = [self.apple_certificate_path, self.apple_private_key_path]
+        if any(pem) and self.apple_pkcs12_path is not None:
+            raise ValueError("set either the Apple PEM files or TESSERA_ISSUER_APPLE_PKCS12_PATH")
+        if any(pem) and not all(pem):
             raise ValueError(
-                "set TESSERA_ISSUER_APPLE_CERTIFICATE_PATH, _APPLE_PRIVATE_KEY_PATH and "
-                "_APPLE_WWDR_CERTIFICATE_PATH together"
+                "set TESSERA_ISSUER_APPLE_CERTIFICATE_PATH and _APPLE_PRIVATE_KEY_PATH together"
             )
-        if self.environment == "production" and not all(given):
+        if self.apple_configured and self.apple_wwdr_certificate_path is None:
+            raise ValueError("an Apple identity needs TESSERA_ISSUER_APPLE_WWDR_CERTIFICATE_PATH")
+        if self.environment == "production" and not self.apple_configured:
             raise ValueError("production needs a real Apple signing identity")
         if self.google_service_account_path is not None and not self.google_issuer_id:
             raise ValueError(
                 "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH needs TESSERA_ISSUER_GOOGLE_ISSUER_ID"
             )
         return self
+
+    @property
+    def apple_configured(self) -> bool:
+        return self.apple_pkcs12_path is not None or self.apple_certificate_path is not None

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 
 from services.issuer.config import IssuerSettings
 from services.issuer.google.identity import GoogleIdentity, configured_google_identity
-from services.issuer.signing import SigningIdentity, ensure_dev_identity, load_identity
+from services.issuer.signing import (
+    SigningIdentity,
+    ensure_dev_identity,
+    load_identity,
+    load_identity_pkcs12,
+)
 
 
 @dataclass(frozen=True)
@@ -31,28 +36,34 @@ class Identities:
 
 
 def apple_identity(settings: IssuerSettings) -> SigningIdentity:
-    if settings.apple_certificate_path is None or settings.apple_private_key_path is None:
-        return ensure_dev_identity(
-            settings.data_dir / "signing",
-            pass_type_identifier=settings.pass_type_identifier,
-            team_identifier=settings.team_identifier,
-        )
+    ids = {
+        "pass_type_identifier": settings.pass_type_identifier,
+        "team_identifier": settings.team_identifier,
+    }
+    if not settings.apple_configured:
+        return ensure_dev_identity(settings.data_dir / "signing", **ids)
     assert settings.apple_wwdr_certificate_path is not None  # enforced by IssuerSettings
+    wwdr = settings.apple_wwdr_certificate_path.read_bytes()
     password = settings.apple_private_key_password
+    secret = password.encode() if password else None
+    if settings.apple_pkcs12_path is not None:
+        p12 = settings.apple_pkcs12_path.read_bytes()
+        return load_identity_pkcs12(p12=p12, password=secret, wwdr_pem=wwdr, **ids)
+    assert settings.apple_certificate_path
+    assert settings.apple_private_key_path
     return load_identity(
         certificate_pem=settings.apple_certificate_path.read_bytes(),
         private_key_pem=settings.apple_private_key_path.read_bytes(),
-        key_password=password.encode() if password else None,
-        wwdr_pem=settings.apple_wwdr_certificate_path.read_bytes(),
-        pass_type_identifier=settings.pass_type_identifier,
-        team_identifier=settings.team_identifier,
+        key_password=secret,
+        wwdr_pem=wwdr,
+        **ids,
     )
 
 
 def load_identities(settings: IssuerSettings) -> Identities:
     return Identities(
         apple=apple_identity(settings),
-        apple_is_development=settings.apple_certificate_path is None,
+        apple_is_development=not settings.apple_configured,
         google=configured_google_identity(
             service_account_path=settings.google_service_account_path,
             issuer_id=settings.google_issuer_id,

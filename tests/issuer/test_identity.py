@@ -1,0 +1,70 @@
+"""Which identities sign: configured ones (PEM or PKCS#12), else development ones."""
+
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
+from pydantic import ValidationError
+
+from services.issuer.config import IssuerSettings
+from services.issuer.identity import load_identities
+from services.issuer.signing import ensure_dev_identity
+
+
+def _settings(tmp_path: Path, **values: object) -> IssuerSettings:
+    return IssuerSettings.model_validate({"data_dir": tmp_path / "data", **values})
+
+
+def test_without_credentials_both_identities_are_for_development(tmp_path: Path) -> None:
+    identities = load_identities(_settings(tmp_path))
+    assert identities.apple_is_development
+    assert identities.google.is_development
+    assert not identities.live_ready
+    assert identities.missing_for_live() == ["Apple Wallet", "Google Wallet"]
+    assert (tmp_path / "data" / "signing" / "root-ca.pem").exists()
+
+
+def test_pem_and_pkcs12_identities_load(tmp_path: Path) -> None:
+    made = ensure_dev_identity(tmp_path / "apple", pass_type_identifier="pass.com.example")
+    pem = {
+        "apple_certificate_path": tmp_path / "apple" / "signer.pem",
+        "apple_private_key_path": tmp_path / "apple" / "signer-key.pem",
+        "apple_wwdr_certificate_path": tmp_path / "apple" / "wwdr.pem",
+        "pass_type_identifier": "pass.com.example",
+    }
+    from_pem = load_identities(_settings(tmp_path, **pem))
+    assert not from_pem.apple_is_development
+    assert from_pem.apple.certificate == made.certificate
+    assert from_pem.missing_for_live() == ["Google Wallet"]
+
+    bundle = pkcs12.serialize_key_and_certificates(
+        b"tessera", made.private_key, made.certificate, None, BestAvailableEncryption(b"s3cret")
+    )
+    (tmp_path / "pass.p12").write_bytes(bundle)
+    from_p12 = load_identities(
+        _settings(
+            tmp_path,
+            apple_pkcs12_path=tmp_path / "pass.p12",
+            apple_private_key_password="s3cret",
+            apple_wwdr_certificate_path=tmp_path / "apple" / "wwdr.pem",
+            pass_type_identifier="pass.com.example",
+        )
+    )
+    assert from_p12.apple.certificate == made.certificate
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"apple_certificate_path": "a.pem"},
+        {"apple_pkcs12_path": "a.p12"},
+        {"apple_pkcs12_path": "a.p12", "apple_certificate_path": "a.pem"},
+        {"google_service_account_path": "key.json"},
+        {"environment": "production"},
+    ],
+)
+def test_incomplete_credentials_are_refused_at_start(
+    tmp_path: Path, values: dict[str, str]
+) -> None:
+    with pytest.raises(ValidationError):
+        _settings(tmp_path, **values)
