@@ -74,8 +74,20 @@ class VoidPass(Command):
     pass_id: str
 
 
+class CreateDownloadLink(Command):
+    """Mint an expiring link. Only the token's SHA-256 travels: the token never leaves the api."""
+
+    type: Literal["create_download_link"] = "create_download_link"
+    pass_id: str
+    token_hash: str
+    expires_in: int
+    # The api's clock decides both ends of a link's life, so one clock governs expiry.
+    created_at: datetime
+    expires_at: datetime
+
+
 IssuerCommand = Annotated[
-    CreateTemplate | UpdateTemplate | CreatePass | UpdatePass | VoidPass,
+    CreateTemplate | UpdateTemplate | CreatePass | UpdatePass | VoidPass | CreateDownloadLink,
     Field(discriminator="type"),
 ]
 issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)

@@ -80,3 +80,12 @@ class PassEventRecord(_Record):
     pass_id: str
     type: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DownloadLinkRecord(_Record):
+    """An expiring link to a pass; the token itself is never stored, only its SHA-256."""
+
+    pass_id: str
+    token_hash: str
+    expires_in: int
+    expires_at: datetime

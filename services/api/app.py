@@ -11,6 +11,7 @@ from services.api.config import ApiSettings
 from services.api.deps import ApiContext
 from services.api.endpoints import (
     admin,
+    download_links,
     events,
     files,
     images,
@@ -73,7 +74,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    for module in (templates, passes, events, files, images, passes_variant_a):
+    for module in (templates, passes, download_links, events, files, images, passes_variant_a):
         app.include_router(module.router)
     if settings.admin_token is not None:
         # Without a token the operator API does not exist at all: 404, not in /openapi.json.

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
+from services.api.events_out import publish_pass_event
 from services.api.idempotency import IdempotencyPolicy
 from services.api.repository import ApiRepository
 from services.events.repository import EventReads
@@ -17,6 +18,8 @@ from services.issuer.repository import IssuerReads
 from shared.clock import Clock
 from shared.errors import AuthenticationError, NotFound
 from shared.logs import account_id_var
+from shared.messages import PassEventType
+from shared.models import PassRecord
 from shared.nats import request_command
 
 
@@ -29,6 +32,11 @@ class ApiContext:
     broker: NatsBroker
     clock: Clock
     idempotency: IdempotencyPolicy
+
+    async def record_event(
+        self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None
+    ) -> None:
+        await publish_pass_event(self.broker, self.clock, record, event_type, metadata)
 
     async def command(self, subject: str, command: BaseModel) -> dict[str, Any]:
         return await request_command(

@@ -7,6 +7,7 @@ Both answer in the spec's envelope.
 
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ from shared.ids import new_id
 from shared.logs import account_id_var, request_id_var
 
 log = logging.getLogger("tessera.access")
+_TOKEN = re.compile(r"pdl_[A-Za-z0-9_\-]+")
 _BODY_METHODS = {b"POST", b"PUT", b"PATCH", "POST", "PUT", "PATCH"}
 
 
@@ -65,7 +67,7 @@ class RequestContextMiddleware:
             log.info(
                 "%s %s -> %s in %.1f ms",
                 scope["method"],
-                scope["path"],
+                loggable_path(scope["path"]),
                 status_holder.get("status", 0),
                 (time.perf_counter() - started) * 1000,
             )
@@ -101,6 +103,11 @@ class RequestContextMiddleware:
             return message
 
         return limited
+
+
+def loggable_path(path: str) -> str:
+    """The path with download-link tokens masked: a token in a log is a leaked link."""
+    return _TOKEN.sub("pdl_[redacted]", path)
 
 
 def _too_large(limit: int) -> PayloadTooLarge:

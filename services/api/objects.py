@@ -63,6 +63,15 @@ class PassEventObject(BaseModel):
     created_at: str
 
 
+class DownloadLinkObject(BaseModel):
+    object: Literal["pass.download_link"]
+    pass_id: str
+    url: str
+    expires_in: int
+    expires_at: str
+    created_at: str
+
+
 class ListObject(BaseModel, Generic[T]):
     object: Literal["list"]
     data: list[T]

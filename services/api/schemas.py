@@ -8,6 +8,7 @@ from pydantic import (
     EmailStr,
     Field,
     StrictBool,
+    StrictInt,
     field_validator,
     model_validator,
 )
@@ -16,7 +17,14 @@ from services.api.bodies import check_metadata, storable_problem
 from shared.clock import iso
 from shared.design import Design
 from shared.errors import InvalidRequest
-from shared.models import AppleStyle, PassEventRecord, PassRecord, TemplateRecord, TemplateType
+from shared.models import (
+    AppleStyle,
+    DownloadLinkRecord,
+    PassEventRecord,
+    PassRecord,
+    TemplateRecord,
+    TemplateType,
+)
 
 
 class _Body(BaseModel):
@@ -79,6 +87,10 @@ class PassUpdate(_Body):
         if self.field_values is None and self.metadata is None:
             raise ValueError("send field_values, metadata or both")
         return self
+
+
+class DownloadLinkCreate(_Body):
+    expires_in: StrictInt = Field(3600, ge=60, le=604800, description="Seconds, 60 to 604800.")
 
 
 class AccountCreate(_Body):
@@ -149,3 +161,14 @@ def event_object(record: PassEventRecord) -> dict[str, Any]:
 
 def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
     return {"object": "list", "data": data, "has_more": has_more}
+
+
+def download_link_object(record: DownloadLinkRecord, url: str) -> dict[str, Any]:
+    return {
+        "object": "pass.download_link",
+        "pass_id": record.pass_id,
+        "url": url,
+        "expires_in": record.expires_in,
+        "expires_at": iso(record.expires_at),
+        "created_at": iso(record.created_at),
+    }

@@ -12,11 +12,12 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 
-from shared.models import PassRecord, TemplateRecord
+from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 from shared.mongo import Database, Document, MongoClient
 from shared.pagination import Page, PageRequest, fetch_page
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
+EXPIRED_LINK_KEPT = timedelta(days=30)
 
 
 class ConcurrentUpdate(Exception):
@@ -32,6 +33,7 @@ class IssuerRepository:
         self.pass_files = db["pass_files"]
         self.outbox = db["outbox"]
         self.processed = db["processed_commands"]
+        self.download_links = db["download_links"]
 
     async def ensure_indexes(self) -> None:
         scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
@@ -43,6 +45,11 @@ class IssuerRepository:
         await self.passes.create_index("serial_number", unique=True)
         await self.passes.create_index("template_id")
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
+        await self.download_links.create_index("token_hash", unique=True)
+        # Expired links are kept a while so they answer 410 "ask for a fresh link", not 404.
+        await self.download_links.create_index(
+            "expires_at", expireAfterSeconds=int(EXPIRED_LINK_KEPT.total_seconds())
+        )
 
     @asynccontextmanager
     async def unit_of_work(self) -> AsyncIterator["UnitOfWork"]:
@@ -109,6 +116,9 @@ class UnitOfWork:
             session=self._session,
         )
 
+    async def insert_download_link(self, record: DownloadLinkRecord) -> None:
+        await self._repo.download_links.insert_one(record.to_document(), session=self._session)
+
     async def add_outbox(self, event_id: str, subject: str, payload: bytes, at: datetime) -> None:
         await self._repo.outbox.insert_one(
             {"_id": event_id, "subject": subject, "payload": payload, "created_at": at},
@@ -129,6 +139,7 @@ class IssuerReads:
         self._templates = db["templates"]
         self._passes = db["passes"]
         self._pass_files = db["pass_files"]
+        self._download_links = db["download_links"]
 
     async def template(self, account_id: str, mode: str, template_id: str) -> TemplateRecord | None:
         doc = await self._templates.find_one(
@@ -167,6 +178,14 @@ class IssuerReads:
     async def template_by_id(self, template_id: str) -> TemplateRecord | None:
         doc = await self._templates.find_one({"_id": template_id})
         return None if doc is None else TemplateRecord.model_validate(doc)
+
+    async def download_link(self, token_hash: str) -> DownloadLinkRecord | None:
+        doc = await self._download_links.find_one({"token_hash": token_hash})
+        return None if doc is None else DownloadLinkRecord.model_validate(doc)
+
+    async def pass_by_id(self, pass_id: str) -> PassRecord | None:
+        doc = await self._passes.find_one({"_id": pass_id})
+        return None if doc is None else PassRecord.model_validate(doc)
 
     async def pass_file(self, pass_id: str) -> Document | None:
         return await self._pass_files.find_one({"_id": pass_id})

@@ -30,6 +30,7 @@ from shared.design import Design
 from shared.errors import AuthorizationError, InternalError, InvalidRequest, not_found
 from shared.ids import new_id, short_slug
 from shared.messages import (
+    CreateDownloadLink,
     CreatePass,
     CreateTemplate,
     IssuerCommand,
@@ -39,7 +40,7 @@ from shared.messages import (
     UpdateTemplate,
     VoidPass,
 )
-from shared.models import PassRecord, TemplateRecord
+from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,8 @@ class IssuerService:
                 return await self._update_pass(command)
             case VoidPass():
                 return await self._void_pass(command)
+            case CreateDownloadLink():
+                return await self._create_download_link(command)
 
     async def _create_template(self, cmd: CreateTemplate) -> Outcome:
         design = validate_design(cmd.design, cmd.apple_style)
@@ -218,7 +221,7 @@ class IssuerService:
         )
         return await self._store_pass(record, template, design, "created", {}, insert=True)
 
-    async def _pass_or_404(self, cmd: UpdatePass | VoidPass) -> PassRecord:
+    async def _pass_or_404(self, cmd: UpdatePass | VoidPass | CreateDownloadLink) -> PassRecord:
         record = await self._repo.pass_(cmd.account_id, cmd.mode, cmd.pass_id)
         if record is None:
             raise not_found("pass", cmd.pass_id)
@@ -278,6 +281,31 @@ class IssuerService:
         )
         design = Design.from_stored(template.design)
         return await self._store_pass(updated, template, design, "voided", {}, insert=False)
+
+    async def _create_download_link(self, cmd: CreateDownloadLink) -> Outcome:
+        record = await self._pass_or_404(cmd)
+        if record.voided:
+            raise InvalidRequest(
+                f"Pass '{record.id}' is voided; a download link to it would be useless.",
+                code="pass_voided",
+            )
+        link = DownloadLinkRecord.model_validate(
+            {
+                "_id": new_id("download_link"),
+                "account_id": cmd.account_id,
+                "mode": cmd.mode,
+                "pass_id": record.id,
+                "token_hash": cmd.token_hash,
+                "expires_in": cmd.expires_in,
+                "expires_at": cmd.expires_at,
+                "created_at": cmd.created_at,
+            }
+        )
+
+        async def apply(uow: UnitOfWork) -> None:
+            await uow.insert_download_link(link)
+
+        return Outcome(result=link.model_dump(mode="json"), apply=apply)
 
     async def _store_pass(
         self,

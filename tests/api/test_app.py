@@ -4,6 +4,7 @@ from fastapi.testclient import TestClient
 
 from services.api.app import create_app
 from services.api.config import ApiSettings
+from services.api.middleware import loggable_path
 
 
 def test_without_a_token_the_operator_api_is_absent() -> None:
@@ -34,3 +35,8 @@ def test_openapi_documents_objects_and_envelopes_and_never_422() -> None:
     assert create_pass["400"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "/ErrorEnvelope"
     )
+
+
+def test_link_tokens_are_masked_in_access_logs() -> None:
+    assert loggable_path("/l/pdl_abc-DEF_123/pass.pkpass") == "/l/pdl_[redacted]/pass.pkpass"
+    assert loggable_path("/v1/passes") == "/v1/passes"
