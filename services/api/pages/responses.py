@@ -1,0 +1,127 @@
+"""The answers of a pass's public URLs, for every URL family that resolves to a pass.
+
+The permanent URLs (`/p/{short_id}`) and the expiring download links (`/l/{token}`) differ only
+in how they find the pass; once found, both call these functions with the pass, its template and
+their own base URL, which the buttons and the QR handoff point at. Events are recorded after the
+response is sent (a holder never waits on NATS), for GET only and never for obvious bots.
+"""
+
+import re
+from datetime import UTC
+from email.utils import format_datetime, parsedate_to_datetime
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.background import BackgroundTask
+
+from services.api.deps import ApiContext
+from services.api.pages.headers import download_headers, page_headers
+from services.api.pages.platform import detect_platform, is_bot
+from services.api.pages.qr import qr_svg
+from services.api.pages.render import render_expired, render_landing, render_not_found
+from services.api.pages.view import build_view, pass_css, site_path
+from shared.design import Design
+from shared.messages import PassEventType
+from shared.models import PassRecord, TemplateRecord
+
+PKPASS_TYPE = "application/vnd.apple.pkpass"
+
+
+async def landing_response(
+    ctx: ApiContext,
+    request: Request,
+    record: PassRecord,
+    template: TemplateRecord,
+    base_url: str,
+) -> Response:
+    """The landing page; `base_url` is its own URL: `{site}/p/{short_id}` or `{site}/l/{token}`."""
+    platform = detect_platform(request.headers.get("user-agent"))
+    prefix = site_path(ctx.settings.site_url)
+    view = build_view(record, template, path_prefix=prefix)
+    qr = qr_svg(base_url) if platform == "desktop" and not view.voided else None
+    html = render_landing(view, platform=platform, page_url=base_url, qr=qr, path_prefix=prefix)
+    return HTMLResponse(
+        html,
+        headers=page_headers(pass_css(view)),
+        background=_event(ctx, request, record, "url_viewed", {"platform": platform}),
+    )
+
+
+async def pkpass_response(
+    ctx: ApiContext, request: Request, record: PassRecord, template: TemplateRecord
+) -> Response:
+    """The signed .pkpass, revalidated by ETag / Last-Modified (a 304 records nothing)."""
+    stored = await ctx.issuer.pass_file(record.id)
+    if stored is None:
+        return not_found_response(ctx)
+    headers = download_headers("no-cache") | {
+        "ETag": f'"{record.id}.{stored["version"]}"',
+        "Last-Modified": format_datetime(stored["created_at"].astimezone(UTC), usegmt=True),
+    }
+    if _not_modified(request, headers["ETag"], headers["Last-Modified"]):
+        return Response(status_code=304, headers=headers)
+    # Named after the organization, not the short_id: a download link must not reveal the
+    # permanent address of the pass.
+    headers["Content-Disposition"] = f'attachment; filename="{_filename(template)}"'
+    return Response(
+        content=bytes(stored["data"]),
+        media_type=PKPASS_TYPE,
+        headers=headers,
+        background=_event(ctx, request, record, "downloaded", {"wallet": "apple"}),
+    )
+
+
+async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord) -> Response:
+    """302 to the pass's Google Wallet save link, recording the add intent on the way."""
+    if record.google_save_url is None:
+        return not_found_response(ctx)
+    return RedirectResponse(
+        record.google_save_url,
+        status_code=302,
+        headers=download_headers("no-store"),
+        background=_event(ctx, request, record, "downloaded", {"wallet": "google"}),
+    )
+
+
+def not_found_response(ctx: ApiContext) -> HTMLResponse:
+    """404 page for an unknown or hidden pass; it shows no pass data."""
+    html = render_not_found(site_path(ctx.settings.site_url))
+    return HTMLResponse(html, status_code=404, headers=page_headers())
+
+
+def expired_response(ctx: ApiContext) -> HTMLResponse:
+    """410 page for an expired download link: ask for a fresh one; it shows no pass data."""
+    html = render_expired(site_path(ctx.settings.site_url))
+    return HTMLResponse(html, status_code=410, headers=page_headers())
+
+
+def _event(
+    ctx: ApiContext,
+    request: Request,
+    record: PassRecord,
+    event_type: PassEventType,
+    metadata: dict[str, Any],
+) -> BackgroundTask | None:
+    if request.method != "GET" or is_bot(request.headers.get("user-agent")):
+        return None
+    return BackgroundTask(ctx.record_event, record, event_type, metadata)
+
+
+def _not_modified(request: Request, etag: str, modified: str) -> bool:
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        return etag in {tag.strip() for tag in if_none_match.split(",")} or if_none_match == "*"
+    since = request.headers.get("if-modified-since")
+    if since is not None:
+        try:
+            return parsedate_to_datetime(since) >= parsedate_to_datetime(modified)
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+def _filename(template: TemplateRecord) -> str:
+    name = Design.from_stored(template.design).organization_name
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60].strip("-")
+    return f"{slug or 'pass'}.pkpass"

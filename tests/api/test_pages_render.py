@@ -1,0 +1,133 @@
+"""services/api/pages/render.py, qr.py and headers.py: the HTML, the QR code, the headers."""
+
+import re
+
+import segno
+
+from services.api.pages.headers import page_headers, style_hash
+from services.api.pages.qr import qr_svg
+from services.api.pages.render import (
+    render_expired,
+    render_landing,
+    render_not_found,
+    stylesheet,
+    stylesheet_url,
+)
+from services.api.pages.view import PassView, build_view, pass_css
+from tests.support.records import DESIGN, pass_record, template_record
+
+PAGE = "https://wallet.example/p/AbCdEfGh12345678"
+
+
+def _view(**pass_fields: object) -> PassView:
+    return build_view(pass_record(**pass_fields), template_record())
+
+
+def _buttons(html: str) -> set[str]:
+    return set(re.findall(r'data-wallet="(\w+)"', html))
+
+
+def test_each_platform_gets_its_buttons() -> None:
+    view = _view()
+    ios = render_landing(view, platform="ios", page_url=PAGE, qr=None)
+    android = render_landing(view, platform="android", page_url=PAGE, qr=None)
+    desktop = render_landing(view, platform="desktop", page_url=PAGE, qr=qr_svg(PAGE))
+    assert _buttons(ios) == {"apple"}
+    assert f'href="{PAGE}/pass.pkpass"' in ios
+    assert "Add to Apple Wallet" in ios
+    assert _buttons(android) == {"google"}
+    assert f'href="{PAGE}/google"' in android
+    assert "Save to Google Wallet" in android
+    assert _buttons(desktop) == {"apple", "google"}
+    assert f'data-qr-content="{PAGE}"' in desktop
+    assert "<svg" in desktop
+    assert "data-qr-content" not in ios
+
+
+def test_android_falls_back_to_the_pkpass_without_a_google_link() -> None:
+    html = render_landing(_view(google_save_url=None), platform="android", page_url=PAGE, qr=None)
+    assert _buttons(html) == {"apple"}
+
+
+def test_a_voided_pass_says_so_and_offers_nothing() -> None:
+    html = render_landing(_view(voided=True), platform="desktop", page_url=PAGE, qr=None)
+    assert "This pass has been voided" in html
+    assert _buttons(html) == set()
+    assert "/pass.pkpass" not in html
+
+
+def test_holder_data_is_escaped() -> None:
+    hostile = '<script>alert("x")</script>'
+    template = template_record(design={**DESIGN, "organization_name": "<b>Acme</b>"})
+    record = pass_record(holder_name=hostile, field_values={"seat": "<img src=x onerror=y>"})
+    html = render_landing(build_view(record, template), platform="ios", page_url=PAGE, qr=None)
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert "<img src=x" not in html
+    assert "<b>Acme</b>" not in html
+    assert "&lt;b&gt;Acme&lt;/b&gt;" in html
+
+
+def test_page_basics_for_accessibility() -> None:
+    html = render_landing(_view(), platform="desktop", page_url=PAGE, qr=qr_svg(PAGE))
+    assert '<html lang="en">' in html
+    assert "<title>Concert ticket · Acme Live</title>" in html
+    assert html.count("<h1>") == 1
+    assert 'name="viewport"' in html
+    assert 'role="img" aria-label=' in html
+    assert 'id="preview-heading"' in html
+
+
+def test_the_inline_style_is_exactly_what_the_csp_hash_names() -> None:
+    view = _view()
+    html = render_landing(view, platform="ios", page_url=PAGE, qr=None)
+    inline = re.findall(r"<style>(.*?)</style>", html, re.DOTALL)
+    assert inline == [pass_css(view)]
+    csp = page_headers(pass_css(view))["Content-Security-Policy"]
+    assert f"style-src 'self' {style_hash(inline[0])};" in csp
+
+
+def test_headers_are_strict() -> None:
+    headers = page_headers()
+    assert headers["Content-Security-Policy"] == (
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    )
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Cache-Control"] == "no-store"
+
+
+def test_no_external_resources() -> None:
+    html = render_landing(_view(), platform="desktop", page_url=PAGE, qr=qr_svg(PAGE))
+    # Every src and stylesheet href is same-origin (a path) or data:.
+    for ref in re.findall(r'(?:src|href)="([^"]+)"', html):
+        assert ref.startswith(("/", "data:", PAGE)), ref
+    assert "@import" not in stylesheet().decode()
+    assert "url(" not in stylesheet().decode()
+
+
+def test_error_pages_show_no_pass_data() -> None:
+    missing, expired = render_not_found(), render_expired()
+    assert "We can't find this pass" in missing
+    assert "This link has expired" in expired
+    assert "fresh link" in expired
+    for html in (missing, expired):
+        assert "<style>" not in html
+        assert stylesheet_url() in html
+        assert 'lang="en"' in html
+
+
+def test_stylesheet_url_is_versioned_and_prefixed() -> None:
+    assert re.fullmatch(r"/static/pages\.css\?v=[0-9a-f]{12}", stylesheet_url())
+    assert stylesheet_url("/wallet").startswith("/wallet/static/pages.css?v=")
+
+
+def test_qr_svg_is_segnos_code_for_the_url() -> None:
+    svg = qr_svg(PAGE)
+    assert svg.startswith('<svg role="img"')
+    # The same path data segno makes for the URL: the code encodes exactly it.
+    expected = segno.make(PAGE, error="m", micro=False).svg_inline(scale=1, border=4)
+    path = re.search(r'<path stroke="#000" d="([^"]+)"', svg)
+    assert path is not None
+    assert path.group(1) in expected

@@ -1,0 +1,240 @@
+"""The landing page in a real headless Chromium (Debian's), driven by Playwright.
+
+Desktop and iPhone viewports and user agents: the buttons each one shows, the QR code decoded
+from the desktop screenshot (zxing-cpp) and the .pkpass that a click on the Apple button
+downloads, verified with openssl. Screenshots go to test-artifacts/ for a person to look at.
+"""
+
+import base64
+import io
+import shutil
+import subprocess
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zxingcpp
+from PIL import Image, ImageDraw
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+
+from tests.support.flows import TEMPLATE_BODY, make_template
+from tests.support.stack import Account, Stack
+from tests.support.user_agents import ANDROID, DESKTOP
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (.ci/run)"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    try:
+        yield launched
+    finally:
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def iphone(playwright: Playwright) -> dict[str, Any]:
+    """Playwright's iPhone 13: viewport, scale, touch and Safari's User-Agent."""
+    device = dict(playwright.devices["iPhone 13"])
+    device.pop("default_browser_type", None)
+    return device
+
+
+def _logo(scale: int) -> str:
+    """A 50-point square logo at `scale`: a rounded orange square with a white ring."""
+    size = 50 * scale
+    image = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((0, 0, size - 1, size - 1), radius=12 * scale, fill=(255, 122, 47))
+    ring = (13 * scale, 13 * scale, 37 * scale, 37 * scale)
+    draw.ellipse(ring, outline=(255, 255, 255), width=5 * scale)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _issue(stack: Stack, account: Account, **body: Any) -> dict[str, Any]:
+    design = {
+        **TEMPLATE_BODY["design"],
+        "logo_text": "Acme Live",
+        "colors": {"background": "#1B2A4A", "foreground": "#FFFFFF", "label": "#F6C177"},
+        "images": {"logo": {"x1": _logo(1), "x3": _logo(3)}},
+        "fields": [
+            {"key": "date", "label": "Date", "slot": "header", "default": "12 Jun"},
+            {"key": "seat", "label": "Seat", "slot": "primary", "default": "GA"},
+            {"key": "gate", "label": "Gate", "slot": "secondary", "default": "B"},
+            {"key": "door", "label": "Doors", "slot": "secondary", "default": "19:30"},
+        ],
+    }
+    with stack.client(headers=account.headers()) as client:
+        template = make_template(client, design=design)
+        response = client.post(
+            "/v1/passes",
+            json={
+                "template_id": template["id"],
+                "holder_name": "Ada Lovelace",
+                "field_values": {"seat": "C3"},
+                **body,
+            },
+        )
+    assert response.status_code == 200, response.text
+    issued: dict[str, Any] = response.json()
+    return issued
+
+
+def _open(context: BrowserContext, url: str, stack: Stack) -> tuple[Page, list[str]]:
+    """Load the page; the returned list collects console errors and requests to other origins."""
+    problems: list[str] = []
+    page = context.new_page()
+    page.on(
+        "console",
+        lambda message: problems.append(message.text) if message.type == "error" else None,
+    )
+    page.on(
+        "request",
+        lambda request: (
+            None
+            if request.url.startswith((stack.base_url, "data:"))
+            else problems.append(f"external request {request.url}")
+        ),
+    )
+    response = page.goto(url)
+    assert response is not None
+    assert response.status == 200
+    return page, problems
+
+
+def _screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def _verify_pkpass(data: bytes, folder: Path, root_ca: Path) -> None:
+    openssl = shutil.which("openssl")
+    assert openssl is not None, "openssl is required"
+    zipfile.ZipFile(io.BytesIO(data)).extractall(folder)
+    result = subprocess.run(
+        [
+            openssl, "cms", "-verify", "-binary", "-inform", "DER",
+            "-in", str(folder / "signature"), "-content", str(folder / "manifest.json"),
+            "-CAfile", str(root_ca), "-purpose", "any", "-out", "/dev/null",
+        ],
+        capture_output=True,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+
+
+def test_desktop_shows_both_buttons_and_a_qr_code_of_the_page(
+    stack: Stack, browser: Browser
+) -> None:
+    issued = _issue(stack, stack.new_account())
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, user_agent=DESKTOP)
+    try:
+        page, problems = _open(context, issued["url"], stack)
+        apple = page.get_by_role("link", name="Add to Apple Wallet")
+        google = page.get_by_role("link", name="Save to Google Wallet")
+        assert apple.is_visible()
+        assert google.is_visible()
+        assert page.get_by_role("heading", level=1).inner_text() == "Concert ticket"
+        assert page.locator(".pass-logo").evaluate("img => img.naturalWidth") == 150
+        # Keyboard: the first Tab reaches the first button, and the focus is visible.
+        page.keyboard.press("Tab")
+        focused = page.evaluate("document.activeElement.dataset.wallet")
+        assert focused == "apple"
+        outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+        assert outline == "solid"
+        shot = _screenshot(page, "landing-desktop.png")
+        assert problems == []
+    finally:
+        context.close()
+
+    decoded = [code.text for code in zxingcpp.read_barcodes(Image.open(shot))]
+    assert decoded == [issued["url"]]
+
+
+def test_iphone_shows_the_apple_button_and_downloads_a_signed_pkpass(
+    stack: Stack, browser: Browser, iphone: dict[str, Any], tmp_path: Path
+) -> None:
+    issued = _issue(stack, stack.new_account())
+    context = browser.new_context(**iphone)
+    try:
+        page, problems = _open(context, issued["url"], stack)
+        apple = page.get_by_role("link", name="Add to Apple Wallet")
+        assert apple.is_visible()
+        assert page.get_by_role("link", name="Save to Google Wallet").count() == 0
+        assert page.locator(".qr-code").count() == 0
+        assert page.get_by_text("Ada Lovelace").first.is_visible()
+        _screenshot(page, "landing-iphone.png")
+        with page.expect_download() as download_info:
+            apple.click()
+        download = download_info.value
+        assert download.suggested_filename == "acme-live.pkpass"
+        saved = tmp_path / "download.pkpass"
+        download.save_as(saved)
+        assert problems == []
+    finally:
+        context.close()
+    _verify_pkpass(saved.read_bytes(), tmp_path / "unzipped", stack.signing_dir / "root-ca.pem")
+
+
+def test_android_voided_and_missing_pages_render(stack: Stack, browser: Browser) -> None:
+    """Screenshots of the other states, for a person to judge; each shows what it should."""
+    account = stack.new_account()
+    issued = _issue(stack, account)
+    context = browser.new_context(
+        viewport={"width": 412, "height": 915}, user_agent=ANDROID, is_mobile=True
+    )
+    try:
+        page, problems = _open(context, issued["url"], stack)
+        assert page.get_by_role("link", name="Save to Google Wallet").is_visible()
+        assert page.get_by_role("link", name="Add to Apple Wallet").count() == 0
+        _screenshot(page, "landing-android.png")
+
+        with stack.client(headers=account.headers()) as client:
+            assert client.delete(f"/v1/passes/{issued['id']}").status_code == 200
+        page.reload()
+        assert page.get_by_role("heading", name="This pass has been voided").is_visible()
+        assert page.get_by_role("link").count() == 0
+        _screenshot(page, "landing-voided.png")
+        assert problems == []
+
+        missing = page.goto(f"{stack.base_url}/p/ZZZZZZZZZZZZZZZZ")
+        assert missing is not None
+        assert missing.status == 404
+        assert page.get_by_role("heading", name="We can't find this pass").is_visible()
+        _screenshot(page, "landing-not-found.png")
+        # The only complaint is the 404 status itself; its stylesheet loaded.
+        assert problems == [
+            "Failed to load resource: the server responded with a status of 404 (Not Found)"
+        ]
+    finally:
+        context.close()
