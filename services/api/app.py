@@ -15,6 +15,8 @@ from services.api.endpoints import (
     events,
     files,
     images,
+    links,
+    pages,
     passes,
     passes_variant_a,
     templates,
@@ -74,7 +76,18 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    for module in (templates, passes, download_links, events, files, images, passes_variant_a):
+    routers = (
+        templates,
+        passes,
+        download_links,
+        events,
+        files,
+        pages,
+        links,
+        images,
+        passes_variant_a,
+    )
+    for module in routers:
         app.include_router(module.router)
     if settings.admin_token is not None:
         # Without a token the operator API does not exist at all: 404, not in /openapi.json.

@@ -1,16 +1,25 @@
-"""The README walk-through works verbatim (only the port differs) against a running stack."""
+"""The README walk-through works verbatim against a running stack.
+
+Two things differ from a person at a terminal: the port, and the one-minute wait for the
+download link to expire. The api runs in this process with a clock the test controls, and the
+script's `sleep 61` becomes "tell the test, which moves the api's clock 61 seconds".
+"""
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.inproc_api import ManualClock, running_api
+from tests.support.polling import wait_for
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
 README = Path(__file__).resolve().parents[2] / "README.md"
+WAIT = "sleep 61"
 
 
 def walkthrough_script() -> str:
@@ -21,22 +30,36 @@ def walkthrough_script() -> str:
 
 def test_readme_walkthrough_runs_verbatim(stack: Stack, tmp_path: Path) -> None:
     account = stack.new_account()
-    script = walkthrough_script().replace("http://127.0.0.1:8000", stack.base_url)
-    result = subprocess.run(
-        ["/bin/bash", "-euo", "pipefail", "-c", script],
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin:/usr/local/bin", "TESSERA_KEY": account.test_key},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "200 application/vnd.apple.pkpass" in result.stdout
-    assert "pass.json" in result.stdout
-    assert "signature" in result.stdout
+    script = walkthrough_script()
+    assert script.count(WAIT) == 1
+    fifo = tmp_path / "clock.fifo"
+    os.mkfifo(fifo)
+    asked = tmp_path / "clock.asked"
+    script = script.replace(WAIT, f'touch "{asked}"; read -r _ < "{fifo}"')
+    with running_api(stack, ManualClock()) as api:
+        script = script.replace("http://127.0.0.1:8000", api.base_url)
+        process = subprocess.Popen(
+            ["/bin/bash", "-euo", "pipefail", "-c", script],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin:/usr/local/bin", "TESSERA_KEY": account.test_key},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_for(lambda: asked.exists() or process.poll() is not None, timeout=60)
+        # Opening the FIFO would block forever if the script had already failed.
+        assert process.poll() is None, process.communicate()[1]
+        api.clock.advance(61)
+        with fifo.open("w") as release:
+            release.write("go\n")
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "200 application/vnd.apple.pkpass" in stdout
+    assert "pass.json" in stdout
+    assert "signature" in stdout
     issued = json.loads((tmp_path / "pass.json").read_text())
     assert issued["field_values"] == {"seat": "F12"}
-    last_line = result.stdout.strip().splitlines()[-1]
-    assert json.loads(last_line)["voided"] is True
-    assert '"error"' not in result.stdout
+    lines = stdout.strip().splitlines()
+    assert lines[-3:-1] == ["200", "410"]  # the link before and after it expired
+    assert json.loads(lines[-1])["voided"] is True
+    assert '"error"' not in stdout
