@@ -97,6 +97,53 @@ def issuer_subject(command_type: str) -> str:
     return f"{ISSUER_COMMANDS}.{command_type}"
 
 
+WEBHOOKS_COMMANDS = "tessera.webhooks.cmd"
+WEBHOOKS_QUEUE = "webhooks"
+WebhookEventType = Literal[
+    "pass.issued",
+    "pass.add_intent",
+    "pass.added_to_wallet",
+    "pass.update_pushed",
+    "pass.update_delivered",
+    "pass.removed",
+    "pass.voided",
+    "pass.redeemed",
+    "*",
+]
+
+
+class CreateWebhook(Command):
+    type: Literal["create_webhook"] = "create_webhook"
+    url: str
+    events: list[WebhookEventType]
+    description: str | None = None
+    enabled: bool = True
+
+
+class UpdateWebhook(Command):
+    type: Literal["update_webhook"] = "update_webhook"
+    webhook_id: str
+    url: str | None = None
+    events: list[WebhookEventType] | None = None
+    description: str | None = None
+    enabled: bool | None = None
+
+
+class DeleteWebhook(Command):
+    type: Literal["delete_webhook"] = "delete_webhook"
+    webhook_id: str
+
+
+WebhooksCommand = Annotated[
+    CreateWebhook | UpdateWebhook | DeleteWebhook, Field(discriminator="type")
+]
+webhooks_command_adapter: TypeAdapter[WebhooksCommand] = TypeAdapter(WebhooksCommand)
+
+
+def webhooks_subject(command_type: str) -> str:
+    return f"{WEBHOOKS_COMMANDS}.{command_type}"
+
+
 class WireError(_Message):
     type: str
     status: int

@@ -89,3 +89,35 @@ class DownloadLinkRecord(_Record):
     token_hash: str
     expires_in: int
     expires_at: datetime
+
+
+class WebhookRecord(_Record):
+    """A subscription. The signing secret is stored encrypted (Fernet), never in clear."""
+
+    url: str
+    events: list[str]
+    description: str | None = None
+    enabled: bool = True
+    secret_encrypted: str
+    updated_at: datetime
+
+
+DeliveryStatus = Literal["pending", "delivered", "failed", "dead"]
+
+
+class DeliveryRecord(_Record):
+    """One event to one webhook, with the state of its attempts (spec 2.7, 3.5)."""
+
+    webhook_id: str
+    event_id: str
+    event_type: str
+    payload: str  # the exact body sent on every attempt (spec 6.3)
+    status: DeliveryStatus = "pending"
+    attempts: int = 0
+    last_attempt_at: datetime | None = None
+    next_attempt_at: datetime | None = None
+    response_status: int | None = None
+    response_body: str | None = None
+    # A claim on the next attempt: replicas skip a delivery while its lease runs.
+    lease_until: datetime | None = None
+    lease_owner: str | None = None

@@ -10,11 +10,14 @@ child within 10 seconds and remove ready.json.
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 from types import FrameType
+
+from cryptography.fernet import Fernet
 
 from tessera.devaccount import ensure_dev_account
 from tessera.processes import (
@@ -59,9 +62,22 @@ def _stack_env(
     env.setdefault("TESSERA_SITE_URL", f"http://{host}:{port}")
     env.setdefault("TESSERA_WALLET_URL", f"http://{host}:{port + PORT_OFFSETS['events']}")
     env.setdefault("TESSERA_ISSUER_DATA_DIR", str(data_dir))
+    env.setdefault("TESSERA_WEBHOOKS_SECRET_KEY", webhooks_key(data_dir))
+    # Local development sends webhooks to local receivers; production refuses private targets.
+    env.setdefault("TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true")
     for name in SERVICES:
         env[f"TESSERA_{name.upper()}_PORT"] = str(port + PORT_OFFSETS[name])
     return env
+
+
+def webhooks_key(data_dir: Path) -> str:
+    """The development key that encrypts webhook secrets at rest, made once per data dir."""
+    path = data_dir / "webhooks-secret.key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(Fernet.generate_key())
+    return path.read_text().strip()
 
 
 def up(data_dir: Path, host: str, port: int) -> int:
@@ -171,6 +187,8 @@ def _banner(ready: dict[str, str], account: dict[str, str], data_dir: Path) -> N
         f"  Test API key:  {account['test_key']}",
         "",
         "  export TESSERA_KEY=" + account["test_key"],
+        "  Webhooks may target loopback and private addresses here",
+        "  (TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true; production refuses them).",
         "Press Ctrl+C to stop.",
         "",
     ]

@@ -20,12 +20,14 @@ from services.api.endpoints import (
     passes,
     passes_variant_a,
     templates,
+    webhooks,
 )
 from services.api.idempotency import IdempotencyPolicy
 from services.api.middleware import RequestContextMiddleware
 from services.api.repository import ApiRepository
 from services.events.repository import EventReads
 from services.issuer.repository import IssuerReads
+from services.webhooks.repository import WebhookReads
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
@@ -48,6 +50,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         repo=repo,
         issuer=IssuerReads(conn.db),
         events=EventReads(conn.db),
+        webhooks=WebhookReads(conn.db),
         broker=conn.broker,
         clock=clock,
         idempotency=IdempotencyPolicy(
@@ -86,6 +89,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         links,
         images,
         passes_variant_a,
+        webhooks,
     )
     for module in routers:
         app.include_router(module.router)

@@ -15,6 +15,7 @@ from services.api.idempotency import IdempotencyPolicy
 from services.api.repository import ApiRepository
 from services.events.repository import EventReads
 from services.issuer.repository import IssuerReads
+from services.webhooks.repository import WebhookReads
 from shared.clock import Clock
 from shared.errors import AuthenticationError, NotFound
 from shared.logs import account_id_var
@@ -29,6 +30,7 @@ class ApiContext:
     repo: ApiRepository
     issuer: IssuerReads
     events: EventReads
+    webhooks: WebhookReads
     broker: NatsBroker
     clock: Clock
     idempotency: IdempotencyPolicy

@@ -72,6 +72,34 @@ class DownloadLinkObject(BaseModel):
     created_at: str
 
 
+class WebhookObject(BaseModel):
+    id: str
+    object: Literal["webhook"]
+    url: str
+    events: list[str]
+    description: str | None
+    enabled: bool
+    created_at: str
+
+
+class WebhookWithSecret(WebhookObject):
+    secret: str
+
+
+class DeliveryObject(BaseModel):
+    id: str
+    object: Literal["webhook_delivery"]
+    webhook_id: str
+    event_type: str
+    status: Literal["pending", "delivered", "failed", "dead"]
+    attempts: int
+    last_attempt_at: str | None
+    next_attempt_at: str | None
+    response_status: int | None
+    response_body: str | None
+    created_at: str
+
+
 class ListObject(BaseModel, Generic[T]):
     object: Literal["list"]
     data: list[T]

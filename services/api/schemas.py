@@ -1,6 +1,7 @@
 """What the api receives (request bodies) and returns (the spec's objects)."""
 
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -17,13 +18,16 @@ from services.api.bodies import check_metadata, storable_problem
 from shared.clock import iso
 from shared.design import Design
 from shared.errors import InvalidRequest
+from shared.messages import WebhookEventType
 from shared.models import (
     AppleStyle,
+    DeliveryRecord,
     DownloadLinkRecord,
     PassEventRecord,
     PassRecord,
     TemplateRecord,
     TemplateType,
+    WebhookRecord,
 )
 
 
@@ -91,6 +95,36 @@ class PassUpdate(_Body):
 
 class DownloadLinkCreate(_Body):
     expires_in: StrictInt = Field(3600, ge=60, le=604800, description="Seconds, 60 to 604800.")
+
+
+WEBHOOK_TYPES = frozenset(get_args(WebhookEventType))
+
+
+def _webhook_events(value: Any) -> Any:
+    """Every entry a spec 6.2 type or "*"; the error names `events` as a whole."""
+    if isinstance(value, list):
+        unknown = [item for item in value if item not in WEBHOOK_TYPES]
+        if unknown:
+            raise ValueError(f"unknown event types {unknown}; use {sorted(WEBHOOK_TYPES)}")
+    return value
+
+
+class WebhookCreate(_Body):
+    url: str = Field(min_length=1, max_length=2048)
+    events: list[WebhookEventType] = Field(min_length=1, max_length=20)
+    description: str | None = Field(None, max_length=500)
+    enabled: StrictBool = True
+
+    _events = field_validator("events", mode="before")(_webhook_events)
+
+
+class WebhookUpdate(_Body):
+    url: str | None = Field(None, min_length=1, max_length=2048)
+    events: list[WebhookEventType] | None = Field(None, min_length=1, max_length=20)
+    description: str | None = Field(None, max_length=500)
+    enabled: StrictBool | None = None
+
+    _events = field_validator("events", mode="before")(_webhook_events)
 
 
 class AccountCreate(_Body):
@@ -170,5 +204,37 @@ def download_link_object(record: DownloadLinkRecord, url: str) -> dict[str, Any]
         "url": url,
         "expires_in": record.expires_in,
         "expires_at": iso(record.expires_at),
+        "created_at": iso(record.created_at),
+    }
+
+
+def webhook_object(record: WebhookRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "object": "webhook",
+        "url": record.url,
+        "events": record.events,
+        "description": record.description,
+        "enabled": record.enabled,
+        "created_at": iso(record.created_at),
+    }
+
+
+def _iso_or_none(moment: datetime | None) -> str | None:
+    return None if moment is None else iso(moment)
+
+
+def delivery_object(record: DeliveryRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "object": "webhook_delivery",
+        "webhook_id": record.webhook_id,
+        "event_type": record.event_type,
+        "status": record.status,
+        "attempts": record.attempts,
+        "last_attempt_at": _iso_or_none(record.last_attempt_at),
+        "next_attempt_at": _iso_or_none(record.next_attempt_at),
+        "response_status": record.response_status,
+        "response_body": record.response_body,
         "created_at": iso(record.created_at),
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+from cryptography.fernet import Fernet
 
 from tessera.processes import (
     PORT_OFFSETS,
@@ -43,6 +44,7 @@ class Stack:
     work_dir: Path
     host: str = "127.0.0.1"
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    webhooks_key: str = field(default_factory=lambda: Fernet.generate_key().decode())
     api_port: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
     children: dict[str, Child] = field(default_factory=dict)
@@ -70,6 +72,9 @@ class Stack:
                 "TESSERA_ADMIN_TOKEN": self.admin_token,
                 "TESSERA_ISSUER_DATA_DIR": str(self.work_dir),
                 "TESSERA_ISSUER_OUTBOX_POLL_SECONDS": "0.5",
+                "TESSERA_WEBHOOKS_SECRET_KEY": self.webhooks_key,
+                # Test receivers listen on loopback, which production refuses (SSRF guard).
+                "TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
             }
         )
         for name in SERVICES:

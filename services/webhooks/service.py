@@ -1,0 +1,110 @@
+"""Subscriptions: create, update and delete webhooks, each command idempotent by command_id.
+
+The signing secret is made here and returned only by create. A create that is retried after
+a timeout (same command_id) answers the same webhook with its secret, decrypted again: the
+first answer never reached the client, so it must still be able to learn the secret.
+"""
+
+from typing import Any
+
+from services.webhooks.repository import WebhookRepository
+from services.webhooks.secretbox import SecretBox, new_secret
+from services.webhooks.targets import UnsafeTarget, check_target
+from shared.clock import Clock
+from shared.errors import InvalidRequest, not_found
+from shared.ids import new_id
+from shared.messages import CreateWebhook, DeleteWebhook, UpdateWebhook, WebhooksCommand
+from shared.models import WebhookRecord
+
+
+class WebhookService:
+    def __init__(
+        self, repo: WebhookRepository, box: SecretBox, clock: Clock, *, allow_private: bool
+    ):
+        self._repo = repo
+        self._box = box
+        self._clock = clock
+        self._allow_private = allow_private
+
+    async def handle(self, command: WebhooksCommand) -> dict[str, Any]:
+        stored = await self._repo.processed_result(command.command_id)
+        if stored is not None:
+            return await self._replayed(stored)
+        match command:
+            case CreateWebhook():
+                result = await self._create(command)
+            case UpdateWebhook():
+                result = await self._update(command)
+            case DeleteWebhook():
+                result = await self._delete(command)
+        # Only ids are kept for replays; a secret is never stored outside its encrypted form.
+        kept = {key: value for key, value in result.items() if key != "secret"}
+        if not await self._repo.record_command(command.command_id, kept, self._clock.now()):
+            stored = await self._repo.processed_result(command.command_id)
+            return result if stored is None else await self._replayed(stored)
+        return result
+
+    async def _replayed(self, stored: dict[str, Any]) -> dict[str, Any]:
+        if stored.get("deleted") or "secret_shown" not in stored:
+            return stored
+        record = await self._repo.by_id(stored["id"])
+        if record is None:
+            return stored
+        return {**_public(record), "secret": self._box.open(record.secret_encrypted)}
+
+    async def _checked_url(self, url: str) -> str:
+        try:
+            await check_target(url, allow_private=self._allow_private)
+        except UnsafeTarget as exc:
+            raise InvalidRequest(f"Invalid url: {exc}.", param="url", code="url_invalid") from exc
+        return url
+
+    async def _create(self, cmd: CreateWebhook) -> dict[str, Any]:
+        url = await self._checked_url(cmd.url)
+        secret = new_secret()
+        now = self._clock.now()
+        record = WebhookRecord.model_validate(
+            {
+                "_id": new_id("webhook"),
+                "account_id": cmd.account_id,
+                "mode": cmd.mode,
+                "url": url,
+                "events": list(dict.fromkeys(cmd.events)),
+                "description": cmd.description,
+                "enabled": cmd.enabled,
+                "secret_encrypted": self._box.seal(secret),
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        await self._repo.insert(record)
+        return {**_public(record), "secret": secret, "secret_shown": True}
+
+    async def _existing(self, cmd: UpdateWebhook | DeleteWebhook) -> WebhookRecord:
+        record = await self._repo.get(cmd.account_id, cmd.mode, cmd.webhook_id)
+        if record is None:
+            raise not_found("webhook", cmd.webhook_id)
+        return record
+
+    async def _update(self, cmd: UpdateWebhook) -> dict[str, Any]:
+        record = await self._existing(cmd)
+        changes: dict[str, Any] = cmd.model_dump(include={"events", "enabled"}, exclude_none=True)
+        if "description" in cmd.model_fields_set:
+            changes["description"] = cmd.description
+        if cmd.url is not None:
+            changes["url"] = await self._checked_url(cmd.url)
+        if "events" in changes:
+            changes["events"] = list(dict.fromkeys(changes["events"]))
+        updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
+        await self._repo.replace(updated)
+        return _public(updated)
+
+    async def _delete(self, cmd: DeleteWebhook) -> dict[str, Any]:
+        record = await self._existing(cmd)
+        await self._repo.delete(record.id)
+        return {"id": record.id, "deleted": True}
+
+
+def _public(record: WebhookRecord) -> dict[str, Any]:
+    """The record as it may cross NATS: everything but the encrypted secret."""
+    return record.model_dump(mode="json", exclude={"secret_encrypted"})

@@ -1,0 +1,16 @@
+"""Reading a stack's MongoDB directly, to check what is (and is not) stored."""
+
+from typing import Any
+
+from pymongo import MongoClient
+from pymongo.synchronous.database import Database
+
+from tests.support.stack import Stack
+
+
+def dump(stack: Stack) -> str:
+    """Every document of every collection of the stack's database, as one string."""
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        db: Database[dict[str, Any]] = mongo[stack.database]
+        return repr([list(db[name].find()) for name in db.list_collection_names()])
