@@ -46,6 +46,7 @@ down: ## Stop the docker compose stack
 bench: $(STAMP) ## Run the benchmarks in bench/ (numbers printed and written to bench/results/)
 	$(BIN)/python -m bench.pkpass
 	$(BIN)/python -m bench.issue
+	$(BIN)/python -m bench.webhooks
 
 clean: ## Remove caches, build output and the local data dir
 	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts

@@ -1,4 +1,5 @@
-"""The webhooks service: subscription commands, and (delivery) the events consumer."""
+"""The webhooks service: subscription commands, the events consumer (fan-out into deliveries)
+and the delivery scheduler."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -7,8 +8,12 @@ from fastapi import FastAPI
 
 from services.webhooks import commands, handlers
 from services.webhooks.config import WebhooksSettings
+from services.webhooks.delivery import Deliverer
 from services.webhooks.repository import WebhookRepository
+from services.webhooks.resolver import resolver
+from services.webhooks.scheduler import Scheduler
 from services.webhooks.secretbox import SecretBox
+from services.webhooks.sender import Sender
 from services.webhooks.service import WebhookService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
@@ -22,15 +27,38 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
     repo = WebhookRepository(conn.db)
     assert settings.secret_key is not None  # WebhooksSettings refuses to start without it
     box = SecretBox(settings.secret_key)
-    service = WebhookService(repo, box, clock, allow_private=settings.allow_private_networks)
+    resolve = resolver(settings.resolver_hosts_file)
+    service = WebhookService(
+        repo, box, clock, allow_private=settings.allow_private_networks, resolver=resolve
+    )
     commands.register(conn.broker, service)
-    handlers.register(conn.broker)
+    scheduler = Scheduler(
+        repo,
+        clock,
+        lease_seconds=settings.lease_seconds,
+        max_concurrent=settings.max_concurrent_deliveries,
+        max_per_endpoint=settings.max_concurrent_per_endpoint,
+        poll_seconds=settings.scheduler_poll_seconds,
+    )
+    handlers.register(conn.broker, repo, clock, settings.retry_delays, scheduler.offer)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
+        sender = Sender(
+            timeout_seconds=settings.timeout_seconds,
+            allow_private=settings.allow_private_networks,
+            max_connections=settings.max_concurrent_deliveries,
+            resolver=resolve,
+        )
+        deliverer = Deliverer(repo, box, sender, clock, settings.retry_delays)
         async with running(conn):
-            yield
+            scheduler.start(deliverer.attempt)
+            try:
+                yield
+            finally:
+                await scheduler.stop(grace_seconds=settings.timeout_seconds)
+                await sender.aclose()
 
     app = FastAPI(title="Tessera webhooks", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))

@@ -2,6 +2,8 @@
 TESSERA_WEBHOOK_TIMEOUT_SECONDS, TESSERA_WEBHOOK_RETRY_SCHEDULE and
 TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS)."""
 
+from pathlib import Path
+
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
@@ -26,6 +28,10 @@ class WebhooksSettings(ServiceSettings):
     allow_private_networks: bool = Field(
         False, validation_alias=AliasChoices("TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS")
     )
+    # A hosts-style file consulted before DNS for webhook hosts (services/webhooks/resolver.py).
+    resolver_hosts_file: Path | None = Field(
+        None, validation_alias=AliasChoices("TESSERA_WEBHOOK_RESOLVER_HOSTS_FILE")
+    )
     # How long a replica's claim on an attempt lasts before another may take it over.
     lease_seconds: float = Field(60.0, gt=0)
     max_concurrent_deliveries: int = Field(64, gt=0)
@@ -42,6 +48,16 @@ class WebhooksSettings(ServiceSettings):
         if not delays or any(delay < 0 for delay in delays):
             raise ValueError("must list at least one delay, none negative")
         return value
+
+    @model_validator(mode="after")
+    def _lease(self) -> "WebhooksSettings":
+        # An attempt must end inside its lease, or another replica could send it again.
+        if self.lease_seconds <= self.timeout_seconds:
+            raise ValueError(
+                "TESSERA_WEBHOOKS_LEASE_SECONDS must be greater than "
+                "TESSERA_WEBHOOK_TIMEOUT_SECONDS"
+            )
+        return self
 
     @model_validator(mode="after")
     def _secret_key(self) -> "WebhooksSettings":

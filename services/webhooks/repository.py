@@ -93,6 +93,61 @@ class WebhookRepository:
             return False
         return True
 
+    # -- delivery scheduling (claims with a lease, then the outcome of the attempt) -----------
+
+    async def due(
+        self, now: datetime, limit: int, skip_webhooks: list[str]
+    ) -> list[DeliveryRecord]:
+        """Up to `limit` deliveries due now, the earliest first; nothing is claimed yet.
+
+        Due: pending or failed, next attempt time reached, no live lease (an expired lease is
+        a dead replica's, so it is taken over). `skip_webhooks` are webhooks the caller already
+        sends to at its per-endpoint limit.
+        """
+        query: dict[str, Any] = {**_due(now)}
+        if skip_webhooks:
+            query["webhook_id"] = {"$nin": skip_webhooks}
+        cursor = self.deliveries.find(query).sort("next_attempt_at", ASCENDING).limit(limit)
+        return [DeliveryRecord.model_validate(doc) async for doc in cursor]
+
+    async def claim(
+        self, delivery: DeliveryRecord, now: datetime, lease_until: datetime, token: str
+    ) -> bool:
+        """Lease a listed delivery if it is still due and unchanged, atomically. False when
+        another replica got there first (it holds a live lease, or recorded an attempt since
+        the listing, which changed `attempts`). `token` is unique per claim: only this claim
+        can record the attempt's outcome."""
+        leased = await self.deliveries.update_one(
+            {"_id": delivery.id, "attempts": delivery.attempts, **_due(now)},
+            {"$set": {"lease_until": lease_until, "lease_owner": token}},
+        )
+        return leased.modified_count == 1
+
+    async def record_attempt(self, delivery_id: str, token: str, changes: dict[str, Any]) -> bool:
+        """Store an attempt's outcome and release the lease; False when the lease was lost
+        (taken over after it expired, or the webhook and its deliveries were deleted)."""
+        result = await self.deliveries.update_one(
+            {"_id": delivery_id, "lease_owner": token},
+            {"$set": {**changes, "lease_until": None, "lease_owner": None}},
+        )
+        return result.matched_count == 1
+
+    async def release(self, delivery_id: str, token: str) -> None:
+        """Give a claim back without an attempt (the replica is stopping)."""
+        await self.deliveries.update_one(
+            {"_id": delivery_id, "lease_owner": token},
+            {"$set": {"lease_until": None, "lease_owner": None}},
+        )
+
+
+def _due(now: datetime) -> dict[str, Any]:
+    """Pending or failed, its time reached, and no live lease (none, or an expired one)."""
+    return {
+        "status": {"$in": ["pending", "failed"]},
+        "next_attempt_at": {"$lte": now},
+        "lease_until": {"$not": {"$gte": now}},
+    }
+
 
 class WebhookReads:
     """Read-only queries the api runs against the webhooks service's collections."""

@@ -2,14 +2,22 @@
 sign, so they cannot be hashed). MultiFernet lets an operator rotate the key: list the new key
 first and the old ones after it."""
 
+import base64
+import secrets
+
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from shared.ids import random_token
+from shared.ids import PREFIXES
 
 
 def new_secret() -> str:
-    """`whsec_` and 32 random bytes, base64url."""
-    return random_token("webhook_secret", 32)
+    """`whsec_` and 32 random bytes in standard, padded base64 (44 characters).
+
+    Standard Webhooks verifiers take the key from the base64 after `whsec_`; their libraries
+    decode standard base64 only (Python's silently drops `-` and `_`, Node's refuses them), so
+    base64url would give them a different key than ours.
+    """
+    return f"{PREFIXES['webhook_secret']}_{base64.b64encode(secrets.token_bytes(32)).decode()}"
 
 
 class SecretBox:

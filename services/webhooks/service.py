@@ -9,7 +9,7 @@ from typing import Any
 
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.secretbox import SecretBox, new_secret
-from services.webhooks.targets import UnsafeTarget, check_target
+from services.webhooks.targets import Resolve, UnsafeTarget, check_target, resolve
 from shared.clock import Clock
 from shared.errors import InvalidRequest, not_found
 from shared.ids import new_id
@@ -19,12 +19,19 @@ from shared.models import WebhookRecord
 
 class WebhookService:
     def __init__(
-        self, repo: WebhookRepository, box: SecretBox, clock: Clock, *, allow_private: bool
+        self,
+        repo: WebhookRepository,
+        box: SecretBox,
+        clock: Clock,
+        *,
+        allow_private: bool,
+        resolver: Resolve = resolve,
     ):
         self._repo = repo
         self._box = box
         self._clock = clock
         self._allow_private = allow_private
+        self._resolver = resolver
 
     async def handle(self, command: WebhooksCommand) -> dict[str, Any]:
         stored = await self._repo.processed_result(command.command_id)
@@ -54,7 +61,7 @@ class WebhookService:
 
     async def _checked_url(self, url: str) -> str:
         try:
-            await check_target(url, allow_private=self._allow_private)
+            await check_target(url, allow_private=self._allow_private, resolver=self._resolver)
         except UnsafeTarget as exc:
             raise InvalidRequest(f"Invalid url: {exc}.", param="url", code="url_invalid") from exc
         return url

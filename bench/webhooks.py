@@ -1,0 +1,232 @@
+"""Webhook delivery throughput and latency: the whole stack under `tessera up`, a local receiver.
+
+Run with `python -m bench.webhooks [--passes 200] [--webhooks 1,10] [--concurrency 16]
+[--quiet-passes 30]`. It
+starts `tessera up` on a fresh data directory (like bench.issue; development settings, so
+webhooks may target loopback), runs a receiver on 127.0.0.1 that answers 200 at once, and for
+each level subscribes that many webhooks of the development account to `pass.issued`, then
+issues passes: first 30 one at a time (the latency of a quiet system), then N at the given
+concurrency with 1 and with 10 webhooks. Every `created` event becomes one delivery per
+webhook. It waits until every delivery arrived and reports:
+
+- deliveries per second: deliveries received / (last arrival - first arrival);
+- latency from the event (its `created_at`, milliseconds) to the first attempt's arrival at the
+  receiver, p50 / p99 / max;
+- duplicates (a delivery id that arrived more than once; 0 expected when every answer is 200).
+
+With one webhook the rate is bound by pass issuing; with ten per event the delivery path does
+ten times the work. Numbers go to bench/results/webhooks.json.
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from bench.issue import Stack as RunningStack
+from bench.issue import create_template, issue_many, new_client, parse_levels, running_stack
+from bench.pkpass import format_table, machine_facts, percentile, write_results
+
+DELIVERY_TIMEOUT = 120.0
+POLL_INTERVAL = 0.05
+
+
+@dataclass(frozen=True)
+class Arrival:
+    delivery_id: str
+    webhook_path: str
+    event_created_at: float  # unix seconds, from the body
+    received_at: float
+
+
+class Collector:
+    """Arrivals at the receiver, thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.arrivals: list[Arrival] = []
+
+    def add(self, arrival: Arrival) -> None:
+        with self._lock:
+            self.arrivals.append(arrival)
+
+    def for_paths(self, prefix: str) -> list[Arrival]:
+        with self._lock:
+            return [a for a in self.arrivals if a.webhook_path.startswith(prefix)]
+
+
+def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            received = time.time()
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            created = datetime.fromisoformat(body["created_at"].replace("Z", "+00:00"))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            collector.add(
+                Arrival(self.headers["webhook-id"], self.path, created.timestamp(), received)
+            )
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def receiver() -> Iterator[tuple[str, Collector]]:
+    collector = Collector()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(collector))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", collector
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class LevelResult:
+    webhooks: int
+    passes: int
+    issue_concurrency: int
+    deliveries: int
+    duplicates: int
+    seconds: float
+    deliveries_per_second: float
+    latency_p50_ms: float
+    latency_p99_ms: float
+    latency_max_ms: float
+
+
+async def run_level(
+    stack: RunningStack, base: str, collector: Collector, webhooks: int, passes: int, conc: int
+) -> LevelResult:
+    prefix = f"/level-{webhooks}-{conc}/"
+    async with new_client(stack, conc) as client:
+        for n in range(webhooks):
+            body = {"url": f"{base}{prefix}{n}", "events": ["pass.issued"]}
+            response = await client.post("/v1/webhooks", json=body)
+            if response.status_code != 200:
+                raise RuntimeError(f"webhook creation failed: {response.text}")
+        template_id = await create_template(client)
+        outcome, _ = await issue_many(client, template_id, passes, conc, first=0)
+        if outcome.errors:
+            raise RuntimeError(f"issuing failed: {outcome.errors[:3]}")
+        expected = len(outcome.pass_ids) * webhooks
+        deadline = time.monotonic() + DELIVERY_TIMEOUT
+        while len({a.delivery_id for a in collector.for_paths(prefix)}) < expected:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"deliveries missing after {DELIVERY_TIMEOUT:g} s")
+            await asyncio.sleep(POLL_INTERVAL)
+        # Delete the webhooks so the next level's events do not reach them.
+        listed = (await client.get("/v1/webhooks", params={"limit": 100})).json()["data"]
+        for hook in listed:
+            await client.delete(f"/v1/webhooks/{hook['id']}")
+    arrivals = collector.for_paths(prefix)
+    first: dict[str, Arrival] = {}
+    for arrival in sorted(arrivals, key=lambda a: a.received_at):
+        first.setdefault(arrival.delivery_id, arrival)
+    latencies = [(a.received_at - a.event_created_at) * 1000.0 for a in first.values()]
+    span = max(a.received_at for a in arrivals) - min(a.received_at for a in arrivals)
+    return LevelResult(
+        webhooks=webhooks,
+        passes=passes,
+        issue_concurrency=conc,
+        deliveries=len(first),
+        duplicates=len(arrivals) - len(first),
+        seconds=round(span, 3),
+        deliveries_per_second=round(len(first) / span, 1) if span else 0.0,
+        latency_p50_ms=round(percentile(latencies, 0.50), 1),
+        latency_p99_ms=round(percentile(latencies, 0.99), 1),
+        latency_max_ms=round(max(latencies), 1),
+    )
+
+
+def table(levels: Sequence[LevelResult]) -> str:
+    headers = ["webhooks", "passes", "conc", "deliveries", "dups", "seconds", "deliv/s", "p50 ms"]
+    rows = [
+        [
+            str(r.webhooks),
+            str(r.passes),
+            str(r.issue_concurrency),
+            str(r.deliveries),
+            str(r.duplicates),
+            f"{r.seconds:.2f}",
+            f"{r.deliveries_per_second:.1f}",
+            f"{r.latency_p50_ms:.1f}",
+        ]
+        for r in levels
+    ]
+    headers += ["p99 ms", "max ms"]
+    for row, r in zip(rows, levels, strict=True):
+        row += [f"{r.latency_p99_ms:.1f}", f"{r.latency_max_ms:.1f}"]
+    return format_table(headers, rows)
+
+
+async def drive(stack: RunningStack, args: argparse.Namespace) -> list[LevelResult]:
+    results = []
+    # First one pass at a time, so the latency is not queueing behind other work; then loaded.
+    levels = [(1, args.quiet_passes, 1)] + [
+        (n, args.passes, args.concurrency) for n in args.webhooks
+    ]
+    with receiver() as (base, collector):
+        for webhooks, passes, conc in levels:
+            result = await run_level(stack, base, collector, webhooks, passes, conc)
+            print(
+                f"{webhooks} webhook(s), {passes} passes at concurrency {conc}: "
+                f"{result.deliveries_per_second} deliveries/s, p50 {result.latency_p50_ms} ms"
+            )
+            results.append(result)
+    return results
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passes", type=int, default=200)
+    parser.add_argument("--webhooks", type=parse_levels, default=[1, 10])
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--quiet-passes", type=int, default=30)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-webhooks-") as work,
+        running_stack(Path(work)) as stack,
+    ):
+        levels = asyncio.run(drive(stack, args))
+    print(table(levels))
+    path = write_results(
+        "webhooks",
+        {
+            "benchmark": "webhooks",
+            "passes_per_level": args.passes,
+            "issue_concurrency": args.concurrency,
+            "store": "secantusd-py (the embedded MongoDB-wire store of tessera up)",
+            "levels": [asdict(level) for level in levels],
+            "machine": machine_facts(),
+        },
+    )
+    print(f"results written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

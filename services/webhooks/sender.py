@@ -1,0 +1,145 @@
+"""One HTTP attempt to a webhook URL, pinned to an address checked at this very attempt.
+
+The URL's host is resolved and checked (services/webhooks/targets.py) before every attempt; the
+request then goes to one of the checked addresses, with the real host in the Host header and,
+for https, as the TLS server name (SNI and certificate check). A name that starts resolving to
+a private address after the webhook was created is refused, and nothing is sent.
+
+Redirects are never followed; the attempt, headers to the last body byte read, must finish in
+TESSERA_WEBHOOK_TIMEOUT_SECONDS. Proxy variables of the environment are ignored: the sender
+connects to the address it checked, nothing else. https connections are not kept alive across
+attempts: a pooled connection is keyed by address, and a connection made for one host name
+must not carry a request for another host name that shares the address.
+"""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import httpx2
+
+from services.webhooks.targets import Resolve, Target, UnsafeTarget, check_target, resolve
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "svc-webhooks/1.0"
+RESPONSE_BODY_CHARS = 2000
+# A UTF-8 character is at most 4 bytes: enough bytes for RESPONSE_BODY_CHARS characters.
+_READ_BYTES = RESPONSE_BODY_CHARS * 4
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an attempt produced: `response_status` None when no response was received."""
+
+    ok: bool
+    response_status: int | None
+    response_body: str | None
+
+
+def _host_header(target: Target) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    default = 443 if target.scheme == "https" else 80
+    return host if target.port == default else f"{host}:{target.port}"
+
+
+def _truncated(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")[:RESPONSE_BODY_CHARS]
+
+
+class Sender:
+    def __init__(
+        self,
+        *,
+        timeout_seconds: float,
+        allow_private: bool,
+        max_connections: int,
+        resolver: Resolve = resolve,
+    ):
+        self._timeout = timeout_seconds
+        self._allow_private = allow_private
+        self._resolver = resolver
+        self._plain = _client(timeout_seconds, httpx2.Limits(max_connections=max_connections))
+        self._tls = _client(
+            timeout_seconds,
+            httpx2.Limits(max_connections=max_connections, max_keepalive_connections=0),
+        )
+
+    async def aclose(self) -> None:
+        await self._plain.aclose()
+        await self._tls.aclose()
+
+    async def send(self, url: str, body: str, headers: dict[str, str]) -> Outcome:
+        try:
+            target = await check_target(
+                url, allow_private=self._allow_private, resolver=self._resolver
+            )
+        except UnsafeTarget as exc:
+            return Outcome(False, None, f"refused, nothing was sent: the url {exc}")
+        status: int | None = None
+        read = bytearray()
+        try:
+            async with asyncio.timeout(self._timeout):
+                async with self._open(target, url, body, headers) as response:
+                    status = response.status_code
+                    async for chunk in response.aiter_bytes():
+                        read.extend(chunk)
+                        if len(read) >= _READ_BYTES:
+                            break
+        except (TimeoutError, httpx2.TimeoutException):
+            if status is None:
+                return Outcome(False, None, f"no response within {self._timeout:g} s")
+        except httpx2.HTTPError as exc:
+            if status is None:
+                return Outcome(False, None, _failure(exc))
+        except Exception as exc:
+            log.exception("webhook attempt to %s failed unexpectedly", target.host)
+            if status is None:
+                return Outcome(False, None, _failure(exc))
+        return Outcome(200 <= status < 300, status, _truncated(bytes(read)))
+
+    @asynccontextmanager
+    async def _open(
+        self, target: Target, url: str, body: str, headers: dict[str, str]
+    ) -> AsyncIterator[httpx2.Response]:
+        """The response of the first checked address that accepts a connection."""
+        client = self._tls if target.scheme == "https" else self._plain
+        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        sent_headers = {
+            **headers,
+            "Host": _host_header(target),
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        refused: httpx2.ConnectError | None = None
+        for address in target.addresses:
+            request = client.build_request(
+                "POST",
+                httpx2.URL(url).copy_with(host=str(address)),
+                content=body.encode(),
+                headers=sent_headers,
+                extensions=extensions,
+            )
+            try:
+                response = await client.send(request, stream=True)
+            except httpx2.ConnectError as exc:
+                refused = exc  # nothing was sent to this address; try the next one
+                continue
+            try:
+                yield response
+            finally:
+                await response.aclose()
+            return
+        raise refused or httpx2.ConnectError(f"{target.host} has no address")
+
+
+def _client(timeout_seconds: float, limits: httpx2.Limits) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(
+        timeout=timeout_seconds, limits=limits, follow_redirects=False, trust_env=False
+    )
+
+
+def _failure(exc: BaseException) -> str:
+    return f"request failed: {type(exc).__name__}: {exc}"[:RESPONSE_BODY_CHARS]

@@ -1,0 +1,122 @@
+"""A webhook receiver for tests: a real HTTP server on loopback that records every request.
+
+Each webhook in a test gets its own path; `behave(path, ...)` tells that path how to answer:
+fail its first N requests per delivery (counted by the `webhook-id` header), answer slowly,
+redirect, or send a long body. `requests(path)` lists what arrived; `attempts(path)` counts
+requests per delivery, so a test can check that no attempt was sent twice.
+"""
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Received:
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+    status: int  # what the receiver answered
+
+    @property
+    def delivery_id(self) -> str:
+        return self.headers.get("webhook-id", "")
+
+
+@dataclass
+class Behaviour:
+    fail_times: int = 0  # per delivery: the first N requests answer fail_status
+    fail_status: int = 500
+    status: int = 200
+    body: str = "ok"
+    delay_seconds: float = 0.0  # wait this long before answering (a slow endpoint)
+    redirect_to: str | None = None  # answer 302 with this Location
+    served: Counter[str] = field(default_factory=Counter)
+
+
+class Receiver:
+    def __init__(self, server: ThreadingHTTPServer):
+        self._server = server
+        self._lock = threading.Lock()
+        self._received: list[Received] = []
+        self._behaviours: dict[str, Behaviour] = {}
+        self.closing = threading.Event()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def behave(self, path: str, **settings: Any) -> None:
+        with self._lock:
+            self._behaviours[path] = Behaviour(**settings)
+
+    def requests(self, path: str | None = None) -> list[Received]:
+        with self._lock:
+            return [r for r in self._received if path is None or r.path == path]
+
+    def attempts(self, path: str) -> Counter[str]:
+        """Requests received per delivery id."""
+        return Counter(r.delivery_id for r in self.requests(path))
+
+    def answer(self, path: str, headers: dict[str, str], body: bytes) -> tuple[Behaviour, int]:
+        with self._lock:
+            behaviour = self._behaviours.setdefault(path, Behaviour())
+            delivery = headers.get("webhook-id", "")
+            behaviour.served[delivery] += 1
+            if behaviour.redirect_to is not None:
+                status = 302
+            elif behaviour.served[delivery] <= behaviour.fail_times:
+                status = behaviour.fail_status
+            else:
+                status = behaviour.status
+            self._received.append(Received(path, headers, body, status))
+            return behaviour, status
+
+
+def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            behaviour, status = receiver.answer(self.path, headers, body)
+            if behaviour.delay_seconds and receiver.closing.wait(behaviour.delay_seconds):
+                return
+            payload = behaviour.body.encode()
+            self.send_response(status)
+            if behaviour.redirect_to is not None:
+                self.send_header("Location", behaviour.redirect_to)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def running_receiver(host: str = "127.0.0.1") -> Iterator[Receiver]:
+    server = ThreadingHTTPServer((host, 0), BaseHTTPRequestHandler)
+    server.daemon_threads = True
+    receiver = Receiver(server)
+    server.RequestHandlerClass = _handler(receiver)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        receiver.closing.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(5.0)

@@ -1,0 +1,233 @@
+"""Claims and the scheduler loop against a real MongoDB-wire store: exclusive claims, lease
+takeover, and a slow endpoint that never holds back the others."""
+
+import asyncio
+import itertools
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+from services.webhooks.repository import WebhookRepository
+from services.webhooks.retries import NextState
+from services.webhooks.scheduler import Scheduler
+from shared.clock import SystemClock
+from shared.models import DeliveryRecord
+from tests.webhooks.records import delivery
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
+
+
+async def _claim_next(
+    repo: WebhookRepository, now: datetime, token: str, skip: list[str] | None = None
+) -> DeliveryRecord | None:
+    for listed in await repo.due(now, 10, skip or []):
+        if await repo.claim(listed, now, now + LEASE, token):
+            return listed
+    return None
+
+
+async def test_concurrent_claimers_never_claim_the_same_delivery(repo: WebhookRepository) -> None:
+    for n in range(40):
+        await repo.insert_delivery(delivery(webhook_id=f"whk_{n % 4}", next_attempt_at=T0))
+    claimed: Counter[str] = Counter()
+
+    async def claimer(name: str) -> None:
+        for n in range(1000):
+            record = await _claim_next(repo, T0, f"{name}/{n}")
+            if record is None:
+                return
+            claimed[record.id] += 1
+
+    await asyncio.gather(*(claimer(f"replica{r}") for r in range(6)))
+    assert len(claimed) == 40
+    assert set(claimed.values()) == {1}
+
+
+async def test_a_live_lease_holds_and_an_expired_one_is_taken_over(
+    repo: WebhookRepository,
+) -> None:
+    await repo.insert_delivery(delivery(next_attempt_at=T0))
+    first = await _claim_next(repo, T0, "dead-replica/1")
+    assert first is not None
+    assert await repo.due(T0 + LEASE / 2, 10, []) == []
+    assert not await repo.claim(first, T0 + LEASE / 2, T0 + LEASE * 2, "other/1")
+    later = T0 + LEASE + timedelta(seconds=1)
+    [expired] = await repo.due(later, 10, [])
+    assert expired.lease_owner == "dead-replica/1"
+    assert await repo.claim(expired, later, later + LEASE, "other/2")
+    # The replica that lost its lease can no longer record an outcome; the new holder can.
+    assert not await repo.record_attempt(first.id, "dead-replica/1", {"status": "delivered"})
+    assert await repo.record_attempt(first.id, "other/2", {"status": "failed", "attempts": 1})
+    stored = await repo.deliveries.find_one({"_id": first.id})
+    assert stored is not None
+    assert (stored["status"], stored["lease_owner"], stored["lease_until"]) == (
+        "failed",
+        None,
+        None,
+    )
+
+
+async def test_only_due_unfinished_deliveries_are_listed(repo: WebhookRepository) -> None:
+    later = delivery(next_attempt_at=T0 + timedelta(seconds=30))
+    done = delivery(status="delivered", next_attempt_at=None)
+    for record in (
+        later,
+        done,
+        delivery(status="dead", next_attempt_at=None),
+        delivery(status="failed", webhook_id="whk_busy", next_attempt_at=T0),
+    ):
+        await repo.insert_delivery(record)
+    assert await repo.due(T0, 10, ["whk_busy"]) == []
+    [listed] = await repo.due(T0 + timedelta(seconds=30), 10, ["whk_busy"])
+    assert listed.id == later.id
+    assert not await repo.claim(done, T0, T0 + LEASE, "r/1")
+    assert not await repo.claim(later, T0, T0 + LEASE, "r/2")  # not due yet
+
+
+async def test_due_order_is_oldest_first_and_limited(repo: WebhookRepository) -> None:
+    newer = delivery(next_attempt_at=T0)
+    older = delivery(next_attempt_at=T0 - timedelta(seconds=5))
+    await repo.insert_delivery(newer)
+    await repo.insert_delivery(older)
+    assert [d.id for d in await repo.due(T0, 1, [])] == [older.id]
+    assert [d.id for d in await repo.due(T0, 5, [])] == [older.id, newer.id]
+
+
+async def test_a_delivery_attempted_since_it_was_listed_is_not_claimed(
+    repo: WebhookRepository,
+) -> None:
+    await repo.insert_delivery(delivery(next_attempt_at=T0))
+    [listed] = await repo.due(T0, 10, [])
+    # Another replica claims, attempts and records a failure due again at once.
+    assert await repo.claim(listed, T0, T0 + LEASE, "other/1")
+    changes = {"status": "failed", "attempts": 1, "next_attempt_at": T0}
+    assert await repo.record_attempt(listed.id, "other/1", changes)
+    assert not await repo.claim(listed, T0, T0 + LEASE, "late/1")
+
+
+def _scheduler(repo: WebhookRepository, *, max_concurrent: int, per_endpoint: int) -> Scheduler:
+    return Scheduler(
+        repo,
+        SystemClock(),
+        lease_seconds=60,
+        max_concurrent=max_concurrent,
+        max_per_endpoint=per_endpoint,
+        poll_seconds=0.05,
+    )
+
+
+async def test_a_slow_endpoint_never_holds_back_the_others(repo: WebhookRepository) -> None:
+    now = datetime.now(UTC)
+    for n in range(8):  # the slow endpoint's deliveries are due first
+        await repo.insert_delivery(
+            delivery(webhook_id="whk_slow", next_attempt_at=now - timedelta(seconds=10 - n))
+        )
+    fast = delivery(webhook_id="whk_fast", next_attempt_at=now)
+    await repo.insert_delivery(fast)
+    release, fast_done = asyncio.Event(), asyncio.Event()
+    slow_in_flight: list[int] = []
+    running = Counter[str]()
+
+    async def attempt(
+        record: DeliveryRecord, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        running[record.webhook_id] += 1
+        slow_in_flight.append(running["whk_slow"])
+        if record.webhook_id == "whk_slow":
+            await release.wait()
+        else:
+            fast_done.set()
+        await repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        running[record.webhook_id] -= 1
+        return NextState("delivered", None)
+
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=2)
+    scheduler.start(attempt)
+    try:
+        await asyncio.wait_for(fast_done.wait(), timeout=10)
+        assert max(slow_in_flight) == 2  # the per-endpoint limit, while the fast one went out
+        release.set()
+        await _until(lambda: _count(repo, "delivered"), 9)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+
+
+async def test_two_schedulers_attempt_each_delivery_once(repo: WebhookRepository) -> None:
+    for n in range(60):
+        await repo.insert_delivery(delivery(webhook_id=f"whk_{n % 6}"))
+    attempted: Counter[str] = Counter()
+
+    async def attempt(
+        record: DeliveryRecord, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        attempted[record.id] += 1
+        await asyncio.sleep(0)  # yield, so the two replicas interleave
+        await repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        return NextState("delivered", None)
+
+    replicas = [_scheduler(repo, max_concurrent=8, per_endpoint=2) for _ in range(2)]
+    for replica in replicas:
+        replica.start(attempt)
+        replica.kick()
+    try:
+        await _until(lambda: _count(repo, "delivered"), 60)
+    finally:
+        for replica in replicas:
+            await replica.stop(grace_seconds=5)
+    assert len(attempted) == 60
+    assert set(attempted.values()) == {1}
+
+
+async def _count(repo: WebhookRepository, status: str) -> int:
+    return await repo.deliveries.count_documents({"status": status})
+
+
+async def _until(fetch: Callable[[], Awaitable[int]], expected: int) -> None:
+    """Poll until `fetch()` returns `expected`, for at most 15 s."""
+    async with asyncio.timeout(15):
+        for _ in itertools.count():
+            if await fetch() == expected:
+                return
+            await asyncio.sleep(0.02)
+
+
+async def test_an_offered_delivery_is_attempted_without_waiting_for_the_poll(
+    repo: WebhookRepository,
+) -> None:
+    attempted = asyncio.Event()
+
+    async def attempt(
+        record: DeliveryRecord, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        await repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        attempted.set()
+        return NextState("delivered", None)
+
+    scheduler = Scheduler(
+        repo,
+        SystemClock(),
+        lease_seconds=60,
+        max_concurrent=4,
+        max_per_endpoint=2,
+        poll_seconds=3600,  # the poll never comes during this test
+    )
+    listed = asyncio.Event()
+    real_due = repo.due
+
+    async def due(now: datetime, limit: int, skip_webhooks: list[str]) -> list[DeliveryRecord]:
+        found = await real_due(now, limit, skip_webhooks)
+        listed.set()
+        return found
+
+    repo.due = due  # type: ignore[method-assign]  # to know when the loop's first pass ended
+    scheduler.start(attempt)
+    try:
+        await asyncio.wait_for(listed.wait(), timeout=5)
+        created = delivery()
+        await repo.insert_delivery(created)
+        scheduler.offer([created])
+        await asyncio.wait_for(attempted.wait(), timeout=5)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+    assert await _count(repo, "delivered") == 1

@@ -1,0 +1,110 @@
+"""One attempt against a real HTTP receiver on loopback: what is sent, what counts as success,
+and that the request goes to an address checked at this attempt."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.webhooks.resolver import resolver
+from services.webhooks.sender import RESPONSE_BODY_CHARS, Outcome, Sender
+from tests.support.receiver import Receiver, running_receiver
+
+BODY = '{"id":"psEvnt_1","type":"pass.issued"}'
+SIGNED = {"svc-signature": "t=1,v1=ab", "svc-event-type": "pass.issued", "webhook-id": "whd_1"}
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with running_receiver() as running:
+        yield running
+
+
+def sender(
+    *, allow_private: bool = True, timeout: float = 5.0, hosts: Path | None = None
+) -> Sender:
+    return Sender(
+        timeout_seconds=timeout,
+        allow_private=allow_private,
+        max_connections=4,
+        resolver=resolver(hosts),
+    )
+
+
+async def send(s: Sender, url: str) -> Outcome:
+    try:
+        return await s.send(url, BODY, SIGNED)
+    finally:
+        await s.aclose()
+
+
+async def test_a_2xx_succeeds_and_the_request_is_exact(receiver: Receiver) -> None:
+    receiver.behave("/ok", status=204, body="")
+    assert await send(sender(), receiver.url("/ok")) == Outcome(True, 204, "")
+    [request] = receiver.requests("/ok")
+    assert request.body == BODY.encode()
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["user-agent"] == "svc-webhooks/1.0"
+    assert request.headers["host"] == f"127.0.0.1:{receiver.port}"
+    for name, value in SIGNED.items():
+        assert request.headers[name] == value
+
+
+async def test_other_statuses_fail_and_keep_the_body(receiver: Receiver) -> None:
+    receiver.behave("/down", status=503, body="maintenance")
+    assert await send(sender(), receiver.url("/down")) == Outcome(False, 503, "maintenance")
+
+
+async def test_a_redirect_fails_and_is_not_followed(receiver: Receiver) -> None:
+    receiver.behave("/moved", redirect_to=receiver.url("/elsewhere"), body="")
+    outcome = await send(sender(), receiver.url("/moved"))
+    assert (outcome.ok, outcome.response_status) == (False, 302)
+    assert len(receiver.requests("/moved")) == 1
+    assert receiver.requests("/elsewhere") == []
+
+
+async def test_a_slow_endpoint_fails_at_the_timeout(receiver: Receiver) -> None:
+    receiver.behave("/slow", delay_seconds=3.0)
+    outcome = await send(sender(timeout=0.3), receiver.url("/slow"))
+    assert outcome == Outcome(False, None, "no response within 0.3 s")
+
+
+async def test_the_response_body_is_kept_to_2000_characters(receiver: Receiver) -> None:
+    receiver.behave("/long", status=500, body="é" * 2500 + "tail")
+    outcome = await send(sender(), receiver.url("/long"))
+    assert outcome.response_body == "é" * RESPONSE_BODY_CHARS
+
+
+async def test_a_closed_port_fails_without_a_status(receiver: Receiver) -> None:
+    url = receiver.url("/x").replace(str(receiver.port), "9")  # discard port: nothing listens
+    outcome = await send(sender(), url)
+    assert (outcome.ok, outcome.response_status) == (False, None)
+    assert outcome.response_body is not None
+    assert outcome.response_body.startswith("request failed: ConnectError")
+
+
+async def test_the_request_goes_to_the_checked_address_with_the_host_name(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    hosts = tmp_path / "hosts"
+    # 127.0.0.2 is loopback too, but nothing listens there: the next checked address is used.
+    hosts.write_text("127.0.0.2 hooks.example.test\n127.0.0.1 hooks.example.test\n")
+    receiver.behave("/named")
+    url = f"http://hooks.example.test:{receiver.port}/named"
+    assert (await send(sender(hosts=hosts), url)).ok
+    [request] = receiver.requests("/named")
+    assert request.headers["host"] == f"hooks.example.test:{receiver.port}"
+
+
+async def test_a_private_address_is_refused_and_nothing_is_sent(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 rebound.example.test\n")
+    url = f"http://rebound.example.test:{receiver.port}/private"
+    outcome = await send(sender(allow_private=False, hosts=hosts), url)
+    assert (outcome.ok, outcome.response_status) == (False, None)
+    assert outcome.response_body is not None
+    assert outcome.response_body.startswith("refused, nothing was sent")
+    assert "127.0.0.1" in outcome.response_body
+    assert receiver.requests() == []
