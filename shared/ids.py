@@ -26,6 +26,7 @@ PREFIXES: Final = {
     "webhook_secret": "whsec",
     "request": "req",
     "command": "cmd",
+    "device_log": "dlog",
 }
 
 _lock = threading.Lock()

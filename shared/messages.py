@@ -144,6 +144,30 @@ def webhooks_subject(command_type: str) -> str:
     return f"{WEBHOOKS_COMMANDS}.{command_type}"
 
 
+WALLET_COMMANDS = "tessera.wallet.cmd"  # not under tessera.events.>: that is the stream's
+WALLET_QUEUE = "events"
+
+
+class DropPushToken(_Message):
+    """APNs answered 410 for a push token: the events service (which owns `registrations`)
+    removes the registrations that use it, unless they were renewed after `inactive_since`."""
+
+    type: Literal["drop_push_token"] = "drop_push_token"
+    command_id: str
+    pass_type_identifier: str
+    push_token: str
+    inactive_since: datetime | None = None
+    request_id: str | None = None
+
+
+WalletCommand = Annotated[DropPushToken, Field(discriminator="type")]
+wallet_command_adapter: TypeAdapter[WalletCommand] = TypeAdapter(WalletCommand)
+
+
+def wallet_subject(command_type: str) -> str:
+    return f"{WALLET_COMMANDS}.{command_type}"
+
+
 class WireError(_Message):
     type: str
     status: int

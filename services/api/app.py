@@ -11,6 +11,7 @@ from services.api.config import ApiSettings
 from services.api.deps import ApiContext
 from services.api.endpoints import (
     admin,
+    device_logs,
     download_links,
     events,
     files,
@@ -25,7 +26,7 @@ from services.api.endpoints import (
 from services.api.idempotency import IdempotencyPolicy
 from services.api.middleware import RequestContextMiddleware
 from services.api.repository import ApiRepository
-from services.events.repository import EventReads
+from services.events.repository import DeviceLogReads, EventReads
 from services.issuer.repository import IssuerReads
 from services.webhooks.repository import WebhookReads
 from shared.clock import Clock, SystemClock
@@ -50,6 +51,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         repo=repo,
         issuer=IssuerReads(conn.db),
         events=EventReads(conn.db),
+        device_logs=DeviceLogReads(conn.db),
         webhooks=WebhookReads(conn.db),
         broker=conn.broker,
         clock=clock,
@@ -96,4 +98,5 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     if settings.admin_token is not None:
         # Without a token the operator API does not exist at all: 404, not in /openapi.json.
         app.include_router(admin.router)
+        app.include_router(device_logs.router)
     return app

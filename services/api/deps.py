@@ -13,7 +13,7 @@ from services.api.config import ApiSettings
 from services.api.events_out import publish_pass_event
 from services.api.idempotency import IdempotencyPolicy
 from services.api.repository import ApiRepository
-from services.events.repository import EventReads
+from services.events.repository import DeviceLogReads, EventReads
 from services.issuer.repository import IssuerReads
 from services.webhooks.repository import WebhookReads
 from shared.clock import Clock
@@ -30,6 +30,7 @@ class ApiContext:
     repo: ApiRepository
     issuer: IssuerReads
     events: EventReads
+    device_logs: DeviceLogReads
     webhooks: WebhookReads
     broker: NatsBroker
     clock: Clock

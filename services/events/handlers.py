@@ -1,15 +1,25 @@
-"""The events service's durable JetStream consumer: record each event, then acknowledge."""
+"""The events service's NATS subscribers: the durable JetStream consumer (record each event,
+then acknowledge) and the wallet commands (`drop_push_token` from the issuer's pushes)."""
 
 import logging
+from typing import Any
 
 from faststream import AckPolicy
 from faststream.nats import NatsBroker, NatsMessage, PullSub
 from pydantic import ValidationError
 
+from services.events.registrations import AppleWebService
 from services.events.repository import EventsRepository
 from services.events.service import record_event
-from shared.messages import EVENTS_CONSUMER, EVENTS_SUBJECT_PREFIX, pass_event_adapter
-from shared.nats import events_stream
+from shared.messages import (
+    EVENTS_CONSUMER,
+    EVENTS_SUBJECT_PREFIX,
+    WALLET_COMMANDS,
+    WALLET_QUEUE,
+    pass_event_adapter,
+    wallet_command_adapter,
+)
+from shared.nats import events_stream, reply_to_command
 
 log = logging.getLogger(__name__)
 
@@ -32,3 +42,13 @@ def register(broker: NatsBroker, repo: EventsRepository) -> None:
             await msg.reject()
             return
         await record_event(repo, event)
+
+
+def register_wallet_commands(broker: NatsBroker, wallet: AppleWebService) -> None:
+    async def handle(body: bytes) -> dict[str, Any]:
+        command = wallet_command_adapter.validate_json(body)
+        return await wallet.drop_push_token(command)
+
+    @broker.subscriber(f"{WALLET_COMMANDS}.*", queue=WALLET_QUEUE)
+    async def on_command(msg: NatsMessage) -> bytes:
+        return await reply_to_command(msg.body, handle)

@@ -1,16 +1,20 @@
-"""The issuer service: NATS command handlers, the outbox relay, and a health endpoint."""
+"""The issuer service: NATS command handlers, the outbox relay, live-update pushes, and a health
+endpoint."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from services.events.repository import RegistrationReads
 from services.issuer import handlers
+from services.issuer.apns import create_apns_client
 from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.identity import load_identities
 from services.issuer.outbox import OutboxRelay
+from services.issuer.push import LiveUpdates
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
@@ -22,7 +26,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     settings = settings or IssuerSettings()
     conn = open_connections(settings)
     repo = IssuerRepository(conn.mongo, conn.db)
-    relay = OutboxRelay(repo, conn.broker, settings.outbox_poll_seconds)
+    clock = clock or SystemClock()
+    relay = OutboxRelay(repo, conn.broker, settings.outbox_poll_seconds, clock)
     identities = load_identities(settings)
     google_client = (
         None
@@ -38,9 +43,25 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         google_client,
         origins=[settings.site_url],
         placeholder_logo_url=f"{settings.site_url}/assets/logo.png",
+        callback_url=f"{settings.wallet_url}/google/callbacks",
+    )
+    apns = create_apns_client(settings, identities.apple)
+    live_updates = LiveUpdates(
+        repo,
+        RegistrationReads(conn.db),
+        apns,
+        conn.broker,
+        relay.notify,
+        settings.request_timeout_seconds,
     )
     service = IssuerService(
-        repo, identities, google, settings, clock or SystemClock(), relay.notify
+        repo,
+        identities,
+        google,
+        settings,
+        clock,
+        relay.notify,
+        live_updates.schedule,
     )
     handlers.register(conn.broker, service, settings.command_workers)
 
@@ -52,6 +73,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
             try:
                 yield
             finally:
+                await live_updates.stop()
+                await apns.aclose()
                 await relay.stop()
                 if google_client is not None:
                     await google_client.aclose()

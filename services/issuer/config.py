@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings, refuse_placeholder
@@ -29,6 +29,15 @@ class IssuerSettings(ServiceSettings):
     google_api_base_url: str = "https://walletobjects.googleapis.com/walletobjects/v1"
     google_token_uri: str | None = None
     outbox_poll_seconds: float = 1.0
+    # APNs, for live updates of installed passes. By default the pass type certificate above is
+    # the TLS client certificate; a .p8 key with its key id and team id switches to token auth.
+    apns_url: str = "https://api.push.apple.com"
+    apns_key_path: Path | None = None
+    apns_key_id: str | None = None
+    apns_team_id: str | None = None
+    # Trust this CA (PEM) for the APNs server instead of the system's: for a local test APNs.
+    apns_ca_path: Path | None = None
+    apns_timeout_seconds: float = Field(10.0, gt=0)
     # Commands handled at once by one issuer process (each in its own transaction).
     command_workers: int = 16
 
@@ -48,6 +57,12 @@ class IssuerSettings(ServiceSettings):
             raise ValueError("an Apple identity needs TESSERA_ISSUER_APPLE_WWDR_CERTIFICATE_PATH")
         if self.environment == "production" and not self.apple_configured:
             raise ValueError("production needs a real Apple signing identity")
+        token_auth = [self.apns_key_path, self.apns_key_id, self.apns_team_id]
+        if any(token_auth) and not all(token_auth):
+            raise ValueError(
+                "APNs token auth needs TESSERA_ISSUER_APNS_KEY_PATH, _APNS_KEY_ID and "
+                "_APNS_TEAM_ID together"
+            )
         if self.google_service_account_path is not None and not self.google_issuer_id:
             raise ValueError(
                 "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH needs TESSERA_ISSUER_GOOGLE_ISSUER_ID"

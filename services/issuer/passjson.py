@@ -1,4 +1,8 @@
-"""Render pass.json (Apple's `Pass` dictionary) from a template design and one pass."""
+"""Render pass.json (Apple's `Pass` dictionary) from a template design and one pass.
+
+Every field of an updatable pass (one with a webServiceURL) carries a changeMessage, the
+design's own or `DEFAULT_CHANGE_MESSAGE`, so a holder is notified when an update changes it.
+"""
 
 import datetime
 import decimal
@@ -26,6 +30,7 @@ _BARCODE_FORMATS = {
 _LEGACY_BARCODE_FORMATS = frozenset({"qr", "pdf417", "aztec"})
 _BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 _SECONDARY_LIMIT = 4
+DEFAULT_CHANGE_MESSAGE = "Changed to %@"
 _MAX_NUMBER = decimal.Decimal(10) ** 15  # beyond this a JSON number loses precision in Wallet
 _ALIGNMENTS = {
     "left": "PKTextAlignmentLeft",
@@ -170,8 +175,9 @@ def _style_dict(content: PassContent) -> dict[str, Any]:
         transit = (content.design.transit_type or "generic").capitalize()
         style["transitType"] = f"PKTransitType{transit}"
     by_slot: dict[str, list[dict[str, Any]]] = {slot: [] for slot, _ in _SLOT_KEYS}
+    default_change = None if content.web_service_url is None else DEFAULT_CHANGE_MESSAGE
     for field in content.design.fields:
-        rendered = render_field(field, content.field_values)
+        rendered = render_field(field, content.field_values, default_change)
         if rendered is not None:
             by_slot[field.slot].append(rendered)
     has_holder_field = "holder_name" in content.design.field_keys()
@@ -188,7 +194,9 @@ def _style_dict(content: PassContent) -> dict[str, Any]:
     return style
 
 
-def render_field(field: DesignField, values: dict[str, str]) -> dict[str, Any] | None:
+def render_field(
+    field: DesignField, values: dict[str, str], default_change_message: str | None = None
+) -> dict[str, Any] | None:
     """The field dictionary, or None when the pass has no value and the field no default.
 
     A date field whose value is not an ISO 8601 date-time with a time zone, or a number field
@@ -200,8 +208,9 @@ def render_field(field: DesignField, values: dict[str, str]) -> dict[str, Any] |
     rendered: dict[str, Any] = {"key": field.key, "label": field.label, "value": value}
     if field.text_alignment is not None:
         rendered["textAlignment"] = _ALIGNMENTS[field.text_alignment]
-    if field.change_message is not None:
-        rendered["changeMessage"] = field.change_message
+    change_message = field.change_message or default_change_message
+    if change_message is not None:
+        rendered["changeMessage"] = change_message
     if field.data_detectors is not None:
         rendered["dataDetectorTypes"] = [_DETECTORS[kind] for kind in field.data_detectors]
     if field.date_style is not None or field.time_style is not None:

@@ -1,12 +1,16 @@
 """Every MongoDB call of the issuer: templates, passes, pass files, the outbox, processed commands.
 
 Writes of one command happen in one transaction through `UnitOfWork`, so the record, its
-outbox events and the command's stored result are committed together or not at all.
+outbox events and the command's stored result are committed together or not at all. An outbox
+event may be held (`held_until`) while the issuer pushes the update to devices; the relay
+skips it until it is released or the hold runs out (services/issuer/push.py).
 """
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
@@ -22,6 +26,37 @@ EXPIRED_LINK_KEPT = timedelta(days=30)
 
 class ConcurrentUpdate(Exception):
     """Another command changed the record between our read and our write; retry the command."""
+
+
+@dataclass(frozen=True)
+class PassFile:
+    """A pass's signed .pkpass as stored in `pass_files` (one document per pass).
+
+    `last_modified` is a whole second, strictly later than the previous version's: it is the
+    Last-Modified the Apple web service sends, and HTTP dates have no finer resolution, so two
+    versions within one second must still differ (docs/wallet-callbacks.md).
+    """
+
+    version: int
+    data: bytes
+    pass_type_identifier: str
+    last_modified: datetime
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "data": self.data,
+            "pass_type_identifier": self.pass_type_identifier,
+            "last_modified": self.last_modified,
+        }
+
+
+def last_modified_after(moment: datetime, previous: datetime | None) -> datetime:
+    """`moment` rounded up to a whole second, and at least one second after `previous`."""
+    stamp = datetime.fromtimestamp(math.ceil(moment.timestamp()), UTC)
+    if previous is not None:
+        stamp = max(stamp, previous + timedelta(seconds=1))
+    return stamp
 
 
 class IssuerRepository:
@@ -73,8 +108,21 @@ class IssuerRepository:
     async def short_id_taken(self, short_id: str) -> bool:
         return await self.passes.count_documents({"short_id": short_id}, limit=1) > 0
 
-    async def outbox_batch(self, limit: int = 100) -> list[Document]:
-        return [doc async for doc in self.outbox.find().sort("_id", ASCENDING).limit(limit)]
+    async def pass_file_stamp(self, pass_id: str) -> datetime | None:
+        """The Last-Modified of the pass's current file (None for a file stored without one)."""
+        doc = await self.pass_files.find_one({"_id": pass_id}, {"last_modified": 1})
+        return None if doc is None else doc.get("last_modified")
+
+    async def outbox_batch(self, now: datetime, limit: int = 100) -> list[Document]:
+        """The next events to publish: every event not held, or whose hold has run out."""
+        ready = {"$or": [{"held_until": None}, {"held_until": {"$lte": now}}]}
+        return [doc async for doc in self.outbox.find(ready).sort("_id", ASCENDING).limit(limit)]
+
+    async def release_outbox(self, event_id: str, payload: bytes) -> None:
+        """Let the relay publish a held event, with its final payload."""
+        await self.outbox.update_one(
+            {"_id": event_id}, {"$set": {"payload": payload, "held_until": None}}
+        )
 
     async def outbox_done(self, event_ids: list[str]) -> None:
         await self.outbox.delete_many({"_id": {"$in": event_ids}})
@@ -108,10 +156,10 @@ class UnitOfWork:
         if result.matched_count != 1:
             raise ConcurrentUpdate(record.id)
 
-    async def store_pass_file(self, pass_id: str, version: int, data: bytes, at: datetime) -> None:
+    async def store_pass_file(self, pass_id: str, file: PassFile, at: datetime) -> None:
         await self._repo.pass_files.replace_one(
             {"_id": pass_id},
-            {"_id": pass_id, "version": version, "data": data, "created_at": at},
+            {"_id": pass_id, **file.to_document(), "created_at": at},
             upsert=True,
             session=self._session,
         )
@@ -119,10 +167,17 @@ class UnitOfWork:
     async def insert_download_link(self, record: DownloadLinkRecord) -> None:
         await self._repo.download_links.insert_one(record.to_document(), session=self._session)
 
-    async def add_outbox(self, event_id: str, subject: str, payload: bytes, at: datetime) -> None:
+    async def add_outbox(
+        self,
+        event_id: str,
+        subject: str,
+        payload: bytes,
+        at: datetime,
+        held_until: datetime | None = None,
+    ) -> None:
+        document = {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
         await self._repo.outbox.insert_one(
-            {"_id": event_id, "subject": subject, "payload": payload, "created_at": at},
-            session=self._session,
+            document | {"held_until": held_until}, session=self._session
         )
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
@@ -189,3 +244,16 @@ class IssuerReads:
 
     async def pass_file(self, pass_id: str) -> Document | None:
         return await self._pass_files.find_one({"_id": pass_id})
+
+    async def pass_by_serial(self, serial_number: str) -> PassRecord | None:
+        doc = await self._passes.find_one({"serial_number": serial_number})
+        return None if doc is None else PassRecord.model_validate(doc)
+
+    async def pass_file_meta(self, pass_id: str) -> Document | None:
+        """The stored file's version, pass type and Last-Modified, without its bytes."""
+        return await self._pass_files.find_one({"_id": pass_id}, {"data": 0})
+
+    async def pass_versions(self, pass_ids: list[str]) -> dict[str, tuple[str, int]]:
+        """pass id -> (serial number, version) for the passes that exist."""
+        cursor = self._passes.find({"_id": {"$in": pass_ids}}, {"serial_number": 1, "version": 1})
+        return {doc["_id"]: (doc["serial_number"], int(doc["version"])) async for doc in cursor}

@@ -2,7 +2,9 @@
 
 A command is prepared from reads (validation, rendering and signing happen here), then its writes,
 its outbox events and its stored result commit in one transaction. The outbox relay publishes
-the events afterwards, so a crash between the write and the publish loses nothing.
+the events afterwards, so a crash between the write and the publish loses nothing. After an
+update or a void commits, the devices that installed the pass are pushed (push.py); the
+command's event is held in the outbox until then, so it can carry the push counts.
 """
 
 import asyncio
@@ -12,6 +14,7 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError, OperationFailure
@@ -23,7 +26,14 @@ from services.issuer.google.passes import GoogleWallet, sync_template
 from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, build_pkpass
-from services.issuer.repository import ConcurrentUpdate, IssuerRepository, UnitOfWork
+from services.issuer.push import PUSH_HOLD
+from services.issuer.repository import (
+    ConcurrentUpdate,
+    IssuerRepository,
+    PassFile,
+    UnitOfWork,
+    last_modified_after,
+)
 from services.issuer.validation import check_field_values, check_metadata_dates, validate_design
 from shared.clock import Clock
 from shared.design import Design
@@ -54,6 +64,8 @@ class Outcome:
     result: dict[str, Any]
     apply: Apply
     events: list[PassEventMessage] = field(default_factory=list)
+    # The event held in the outbox until the pass's devices are pushed (update and void).
+    held: PassEventMessage | None = None
 
 
 class IssuerService:
@@ -65,6 +77,7 @@ class IssuerService:
         settings: IssuerSettings,
         clock: Clock,
         on_commit: Callable[[], None],
+        push: Callable[[PassEventMessage], None],
     ):
         self._repo = repo
         self._identities = identities
@@ -73,6 +86,7 @@ class IssuerService:
         self._wallet_url = settings.wallet_url
         self._clock = clock
         self._on_commit = on_commit
+        self._push = push
 
     async def handle(self, command: IssuerCommand) -> dict[str, Any]:
         for attempt in range(1, COMMAND_ATTEMPTS + 1):
@@ -100,7 +114,8 @@ class IssuerService:
                 now = self._clock.now()
                 for event in outcome.events:
                     payload = event.model_dump_json().encode()
-                    await uow.add_outbox(event.id, event.subject, payload, now)
+                    hold = now + PUSH_HOLD if event is outcome.held else None
+                    await uow.add_outbox(event.id, event.subject, payload, now, hold)
                 await uow.record_command(command.command_id, outcome.result, now)
         except DuplicateKeyError:
             # A concurrent replay of the same command committed first: answer with its result.
@@ -110,6 +125,8 @@ class IssuerService:
             return stored
         if outcome.events:
             self._on_commit()
+        if outcome.held is not None:
+            self._push(outcome.held)
         return outcome.result
 
     async def _prepare(self, command: IssuerCommand) -> Outcome:
@@ -256,6 +273,7 @@ class IssuerService:
             }
         )
         changed = {
+            "stage": "pushed",
             "field_values": sorted(cmd.field_values or {}),
             "metadata": sorted(cmd.metadata or {}),
         }
@@ -320,7 +338,13 @@ class IssuerService:
         # Every version of a pass gets a fresh Google link (with real credentials this also
         # upserts the class and object, so a voided pass turns INACTIVE in Google Wallet).
         record.google_save_url = await self._google_link(template, design, record)
-        pkpass = build_pkpass(self._content(record, template, design), self._identities.apple)
+        identity = self._identities.apple
+        pkpass = PassFile(
+            version=record.version,
+            data=build_pkpass(self._content(record, template, design), identity),
+            pass_type_identifier=identity.pass_type_identifier,
+            last_modified=await self._last_modified(record, insert=insert),
+        )
         event = PassEventMessage(
             id=new_id("pass_event"),
             account_id=record.account_id,
@@ -337,9 +361,15 @@ class IssuerService:
                 await uow.insert_pass(record)
             else:
                 await uow.replace_pass(record, expected_version=record.version - 1)
-            await uow.store_pass_file(record.id, record.version, pkpass, record.updated_at)
+            await uow.store_pass_file(record.id, pkpass, record.updated_at)
 
-        return Outcome(result=record.model_dump(mode="json"), apply=apply, events=[event])
+        held = event if event_type in ("updated", "voided") else None
+        return Outcome(record.model_dump(mode="json"), apply, events=[event], held=held)
+
+    async def _last_modified(self, record: PassRecord, *, insert: bool) -> datetime:
+        # Read in the prepare phase: a command retried after a conflict reads it afresh.
+        previous = None if insert else await self._repo.pass_file_stamp(record.id)
+        return last_modified_after(record.updated_at, previous)
 
     def _logo_url(self, template: TemplateRecord, design: Design) -> str | None:
         """Google fetches images by URL: the template's logo as the api serves it publicly."""

@@ -246,9 +246,9 @@ def _issue(
         )
     )
     if not is_ca:
-        builder = builder.add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False
-        )
+        # Like Apple's pass type certificates, the signer is also the APNs TLS client certificate.
+        usages = [ExtendedKeyUsageOID.CODE_SIGNING, ExtendedKeyUsageOID.CLIENT_AUTH]
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
 
 

@@ -52,9 +52,8 @@ def test_downloaded_pkpass_is_signed_and_tamper_evident(stack: Stack, tmp_path: 
         assert hashlib.sha1((tmp_path / name).read_bytes()).hexdigest() == digest  # noqa: S324
     pass_json = json.loads((tmp_path / "pass.json").read_text())
     assert pass_json["serialNumber"] == issued["serial_number"]
-    assert {"key": "seat", "label": "Seat", "value": "C3"} in pass_json["eventTicket"][
-        "primaryFields"
-    ]
+    seat = {"key": "seat", "label": "Seat", "value": "C3", "changeMessage": "Changed to %@"}
+    assert seat in pass_json["eventTicket"]["primaryFields"]
 
     root_ca = stack.signing_dir / "root-ca.pem"
     assert _verify(tmp_path, root_ca).returncode == 0

@@ -77,7 +77,12 @@ def test_201_gives_a_signed_pkpass_url_and_a_verifiable_google_link(stack: Stack
     assert pkpass.headers["content-type"] == "application/vnd.apple.pkpass"
     pass_json = json.loads(zipfile.ZipFile(io.BytesIO(pkpass.content)).read("pass.json"))
     fields = pass_json["eventTicket"]["primaryFields"]
-    assert {"key": "seat", "label": "Seat", "value": "14"} in fields
+    assert {
+        "key": "seat",
+        "label": "Seat",
+        "value": "14",
+        "changeMessage": "Changed to %@",
+    } in fields
 
     assert links["google"].startswith("https://pay.google.com/gp/v/save/")
     # Verified by google-auth, an implementation independent of the one that signed it.

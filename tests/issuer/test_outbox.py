@@ -1,13 +1,18 @@
-"""The outbox relay publishes what was committed, once, even when asked to send it twice."""
+"""The outbox relay publishes what was committed, once, even when asked to send it twice; a
+held event waits for its release, or for its hold to run out (then marked push_interrupted)."""
 
 import secrets
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
+import pytest
 from nats.js.api import StreamInfo
 
 from services.issuer.outbox import OutboxRelay
 from services.issuer.repository import IssuerRepository
-from shared.messages import EVENTS_STREAM
+from shared.ids import new_id
+from shared.messages import EVENTS_STREAM, PassEventMessage, pass_event_adapter
+from shared.models import PassSnapshot
 from shared.mongo import create_client
 from shared.nats import create_broker, ensure_events_stream
 
@@ -38,7 +43,7 @@ async def test_drain_publishes_and_clears_and_dedupes_a_resend(
             await uow.add_outbox("psEvnt_a", "tessera.events.pass.created", b"{}", now)
             await uow.add_outbox("psEvnt_b", "tessera.events.pass.updated", b"{}", now)
         assert await relay.drain() == 2
-        assert await repo.outbox_batch() == []
+        assert await repo.outbox_batch(now) == []
         # A crash after publishing but before deleting leaves the event to be sent again.
         async with repo.unit_of_work() as uow:
             await uow.add_outbox("psEvnt_a", "tessera.events.pass.created", b"{}", now)
@@ -48,3 +53,107 @@ async def test_drain_publishes_and_clears_and_dedupes_a_resend(
         await broker.stop()
         await client.drop_database(db.name)
         await client.close()
+
+
+class MovableClock:
+    def __init__(self) -> None:
+        self.moment = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.moment
+
+
+def _event() -> PassEventMessage:
+    pass_id = new_id("pass")
+    snapshot = PassSnapshot(
+        id=pass_id,
+        short_id="s" * 16,
+        mode="test",
+        holder_email=None,
+        holder_name=None,
+        field_values={},
+        voided=False,
+    )
+    return PassEventMessage(
+        id=new_id("pass_event"),
+        account_id="acct_x",
+        mode="test",
+        pass_id=pass_id,
+        event_type="updated",
+        metadata={"stage": "pushed"},
+        created_at=datetime.now(UTC),
+        pass_snapshot=snapshot,
+    )
+
+
+@pytest.fixture
+async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
+    client = create_client(mongo_url)
+    db = client[f"t_{secrets.token_hex(6)}"]
+    try:
+        yield IssuerRepository(client, db)
+    finally:
+        await client.drop_database(db.name)
+        await client.close()
+
+
+async def _published(nats_url: str, event_id: str) -> PassEventMessage:
+    broker = create_broker(nats_url)
+    await broker.connect()
+    try:
+        js = broker.connection.jetstream()
+        message = await js.get_last_msg(EVENTS_STREAM, "tessera.events.pass.updated")
+        assert message.headers is not None
+        assert message.headers["Nats-Msg-Id"] == event_id
+        assert message.data is not None
+        return pass_event_adapter.validate_json(message.data)
+    finally:
+        await broker.stop()
+
+
+async def test_a_held_event_waits_for_its_release(repo: IssuerRepository, nats_url: str) -> None:
+    clock = MovableClock()
+    broker = create_broker(nats_url)
+    await broker.connect()
+    await ensure_events_stream(broker)
+    relay = OutboxRelay(repo, broker, poll_seconds=60, clock=clock)
+    event = _event()
+    try:
+        async with repo.unit_of_work() as uow:
+            payload = event.model_dump_json().encode()
+            hold = clock.moment + timedelta(minutes=1)
+            await uow.add_outbox(event.id, event.subject, payload, clock.moment, hold)
+        assert await relay.drain() == 0
+        released = event.model_copy(update={"metadata": {"stage": "pushed", "devices_pushed": 2}})
+        await repo.release_outbox(event.id, released.model_dump_json().encode())
+        assert await relay.drain() == 1
+    finally:
+        await broker.stop()
+    assert (await _published(nats_url, event.id)).metadata == {
+        "stage": "pushed",
+        "devices_pushed": 2,
+    }
+
+
+async def test_a_hold_that_runs_out_publishes_the_event_marked_interrupted(
+    repo: IssuerRepository, nats_url: str
+) -> None:
+    clock = MovableClock()
+    broker = create_broker(nats_url)
+    await broker.connect()
+    await ensure_events_stream(broker)
+    relay = OutboxRelay(repo, broker, poll_seconds=60, clock=clock)
+    event = _event()
+    try:
+        async with repo.unit_of_work() as uow:
+            payload = event.model_dump_json().encode()
+            hold = clock.moment + timedelta(minutes=1)
+            await uow.add_outbox(event.id, event.subject, payload, clock.moment, hold)
+        clock.moment += timedelta(seconds=59)
+        assert await relay.drain() == 0
+        clock.moment += timedelta(seconds=1)
+        assert await relay.drain() == 1
+    finally:
+        await broker.stop()
+    published = await _published(nats_url, event.id)
+    assert published.metadata == {"stage": "pushed", "push_interrupted": True}

@@ -340,3 +340,22 @@ def test_barcodes_with_an_empty_message_are_left_out(identity: SigningIdentity) 
     assert "barcodes" not in render_pass_json(
         content(_design(barcode={"message": "{field_values.x}"})), identity
     )
+
+
+def test_fields_of_an_updatable_pass_carry_a_change_message(identity: SigningIdentity) -> None:
+    design = _design(
+        fields=[
+            {"key": "seat", "label": "Seat", "slot": "primary"},
+            {"key": "gate", "label": "Gate", "slot": "secondary", "change_message": "Gate %@"},
+        ]
+    )
+    values = {"seat": "12A", "gate": "B"}
+    updatable = render_pass_json(
+        content(design, field_values=values, web_service_url="https://w.example.com"), identity
+    )["generic"]
+    assert updatable["primaryFields"][0]["changeMessage"] == "Changed to %@"
+    assert updatable["secondaryFields"][0]["changeMessage"] == "Gate %@"
+    # Without a web service the pass never changes on a device: only the design's own message.
+    static = render_pass_json(content(design, field_values=values), identity)["generic"]
+    assert "changeMessage" not in static["primaryFields"][0]
+    assert static["secondaryFields"][0]["changeMessage"] == "Gate %@"

@@ -16,6 +16,7 @@ from tessera.processes import (
     SERVICES,
     Child,
     base_env,
+    free_port,
     free_port_block,
     service_argv,
     stop_all,
@@ -91,6 +92,17 @@ class Stack:
         for name in names or SERVICES:
             port = self.api_port + PORT_OFFSETS[name]
             wait_ready(f"http://{self.host}:{port}/readyz", deadline, self.children[name])
+
+    def start_replica(self, name: str, replica: str) -> None:
+        """Start one more process of service `name` on a free port, known as `replica` (for
+        `kill` and `stop`), to run several replicas of a service against the same stores."""
+        port = free_port(self.host)
+        env = self.env() | {f"TESSERA_{name.upper()}_PORT": str(port)}
+        child = Child(replica, service_argv(name), env, self.work_dir / "logs" / f"{replica}.log")
+        child.start()
+        self.children[replica] = child
+        deadline = time.monotonic() + START_TIMEOUT
+        wait_ready(f"http://{self.host}:{port}/readyz", deadline, child)
 
     def kill(self, name: str) -> None:
         """SIGKILL a service, as a crash would."""

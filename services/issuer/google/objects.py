@@ -9,6 +9,7 @@ from typing import Any, Final, Literal
 
 from services.issuer.google.identity import GoogleIdentity
 from shared.design import Design
+from shared.ids import has_prefix
 
 Vertical = Literal["eventTicket", "loyalty", "offer", "generic"]
 VERTICALS: Final[tuple[Vertical, ...]] = ("eventTicket", "loyalty", "offer", "generic")
@@ -53,6 +54,15 @@ def object_id(issuer_id: str, pass_id: str) -> str:
     return f"{issuer_id}.{_suffix(pass_id)}"
 
 
+def pass_id_of(issuer_id: str, resource_id: str) -> str | None:
+    """The pass id of an object id made by `object_id`; None when it is not one of ours."""
+    prefix = f"{issuer_id}."
+    if not resource_id.startswith(prefix):
+        return None
+    pass_id = resource_id[len(prefix) :]
+    return pass_id if has_prefix(pass_id, "pass") else None
+
+
 def expand_barcode_message(
     template: str, *, serial_number: str, short_id: str, field_values: dict[str, str]
 ) -> str:
@@ -76,6 +86,7 @@ def build_class(
     design: Design,
     logo_url: str | None = None,
     placeholder_logo_url: str | None = None,
+    callback_url: str | None = None,
     language: str = DEFAULT_LANGUAGE,
 ) -> dict[str, Any]:
     """The class resource of a template.
@@ -83,9 +94,13 @@ def build_class(
     `logo_url` is a public URL of the design's logo (Google fetches images itself). Only the
     loyalty vertical requires a logo; without `logo_url` it uses `placeholder_logo_url`, and
     raises ValueError when both are None. The other verticals omit the logo instead.
+    `callback_url` is where Google posts its signed save/delete callbacks for the class's
+    objects (`callbackOptions.url`); None leaves callbacks off.
     """
     vertical = vertical_for(template_type)
     resource: dict[str, Any] = {"id": class_id(identity.issuer_id, template_id)}
+    if callback_url is not None:
+        resource["callbackOptions"] = {"url": callback_url}
     if vertical == "generic":
         # A generic class has no issuer, title or color fields: the object carries them.
         return resource

@@ -25,6 +25,7 @@ class GoogleWallet:
     client: WalletRestClient | None
     origins: list[str]  # e.g. [site_url]
     placeholder_logo_url: str | None = None  # for loyalty classes whose template has no logo
+    callback_url: str | None = None  # the classes' callbackOptions.url (the events service)
 
 
 async def save_link(
@@ -142,4 +143,5 @@ def _class(
         design=design,
         logo_url=logo_url,
         placeholder_logo_url=wallet.placeholder_logo_url,
+        callback_url=wallet.callback_url,
     )

@@ -12,6 +12,7 @@ SERIAL = "1b4e28ba-2fa1-11d2-883f-0060b03c0c01"
 SHORT_ID = "K7Q2ZP"
 LOGO_URL = "https://tessera.example.com/v1/templates/tmpl_0Mx3AbCdEfGhIjKlMnOpQr/logo.png"
 PLACEHOLDER_LOGO_URL = "https://tessera.example.com/static/google-wallet-logo.png"
+CALLBACK_URL = "https://wallet.tessera.example.com/google/callbacks"
 TEMPLATE_TYPES = ("event", "membership", "coupon", "loyalty", "generic")
 
 
@@ -43,6 +44,7 @@ def sample_class(
     design: Design | None = None,
     *,
     logo_url: str | None = None,
+    callback_url: str | None = None,
 ) -> dict[str, Any]:
     return build_class(
         identity=identity,
@@ -51,6 +53,7 @@ def sample_class(
         design=design or make_design(),
         logo_url=logo_url,
         placeholder_logo_url=PLACEHOLDER_LOGO_URL,
+        callback_url=callback_url,
     )
 
 

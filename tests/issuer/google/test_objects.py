@@ -11,9 +11,11 @@ from services.issuer.google.objects import (
     class_id,
     expand_barcode_message,
     object_id,
+    pass_id_of,
     vertical_for,
 )
 from tests.issuer.google.samples import (
+    CALLBACK_URL,
     LOGO_URL,
     PASS_ID,
     PLACEHOLDER_LOGO_URL,
@@ -159,6 +161,23 @@ def test_classes_per_vertical(identity: GoogleIdentity) -> None:
     assert (offer["title"], offer["provider"]) == ("Summer Festival 2026", "Acme Events")
     assert offer["redemptionChannel"] == "INSTORE"
     assert sample_class(identity, "generic") == {"id": f"{identity.issuer_id}.{TEMPLATE_ID}"}
+
+
+@pytest.mark.parametrize("template_type", ["event", "membership", "coupon", "loyalty", "generic"])
+def test_every_class_names_the_callback_url(identity: GoogleIdentity, template_type: str) -> None:
+    resource = sample_class(identity, template_type, callback_url=CALLBACK_URL)
+    assert resource["callbackOptions"] == {"url": CALLBACK_URL}
+    assert "callbackOptions" not in sample_class(identity, template_type)
+
+
+def test_an_object_id_gives_back_its_pass_id(identity: GoogleIdentity) -> None:
+    issuer = identity.issuer_id
+    pass_id = "pass_0Mx3ZyXwVuTsRqPoNmLkJi"
+    assert pass_id_of(issuer, object_id(issuer, pass_id)) == pass_id
+    assert pass_id_of("3388000000099999999", object_id(issuer, pass_id)) is None
+    assert pass_id_of(issuer, class_id(issuer, TEMPLATE_ID)) is None
+    assert pass_id_of(issuer, f"{issuer}.pass_short") is None
+    assert pass_id_of(issuer, f"{issuer}{pass_id}") is None
 
 
 def test_logo_where_each_vertical_takes_it(identity: GoogleIdentity) -> None:

@@ -19,6 +19,7 @@ from services.issuer.google.passes import (
 from services.issuer.google.savelink import SAVE_URL_PREFIX
 from shared.models import PassRecord, TemplateRecord
 from tests.issuer.google.samples import (
+    CALLBACK_URL,
     PASS_ID,
     PLACEHOLDER_LOGO_URL,
     SERIAL,
@@ -133,3 +134,19 @@ async def test_a_pass_google_has_never_seen_is_left_alone(
         await void_pass(wallet, _template("generic"), _pass(voided=True))
 
     assert fake_google.objects == {}
+
+
+async def test_classes_carry_the_callback_url_in_links_and_upserts(
+    identity: GoogleIdentity, fake_google: FakeGoogle
+) -> None:
+    fat = GoogleWallet(identity, None, ORIGINS, PLACEHOLDER_LOGO_URL, callback_url=CALLBACK_URL)
+    payload = _payload(identity, await save_link(fat, _template(), _pass(), now=NOW))
+    assert payload["loyaltyClasses"][0]["callbackOptions"] == {"url": CALLBACK_URL}
+    async with WalletRestClient(
+        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
+    ) as client:
+        wallet = GoogleWallet(identity, client, ORIGINS, callback_url=CALLBACK_URL)
+        await save_link(wallet, _template("event"), _pass(), now=NOW)
+        await sync_template(wallet, _template("event", description="Autumn Festival"))
+    stored = fake_google.classes[f"{identity.issuer_id}.{TEMPLATE_ID}"]
+    assert stored["callbackOptions"] == {"url": CALLBACK_URL}

@@ -14,6 +14,7 @@ from services.issuer.google.objects import vertical_for
 from services.issuer.google.savelink import object_reference
 from tests.issuer.google import walletschema
 from tests.issuer.google.samples import (
+    CALLBACK_URL,
     LOGO_URL,
     TEMPLATE_TYPES,
     make_design,
@@ -49,6 +50,12 @@ def test_discovery_document_is_googles() -> None:
 @pytest.mark.parametrize("logo", [None, LOGO_URL])
 def test_classes_validate(identity: GoogleIdentity, template_type: str, logo: str | None) -> None:
     resource = sample_class(identity, template_type, logo_url=logo)
+    assert walletschema.errors(_schema_name(template_type, "Class"), resource) == []
+
+
+@pytest.mark.parametrize("template_type", TEMPLATE_TYPES)
+def test_classes_with_callbacks_validate(identity: GoogleIdentity, template_type: str) -> None:
+    resource = sample_class(identity, template_type, callback_url=CALLBACK_URL)
     assert walletschema.errors(_schema_name(template_type, "Class"), resource) == []
 
 

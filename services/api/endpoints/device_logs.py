@@ -1,0 +1,39 @@
+"""GET /admin/v1/device_logs: what Apple Wallet devices reported to POST {wallet_url}/v1/log.
+
+Operator-only (like the rest of /admin/v1): devices log errors they met talking to the web
+service (a bad pass, a refused registration), which are the best clue when an update does not
+arrive. Newest first, kept seven days (docs/wallet-callbacks.md).
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from services.api.deps import AdminDep, ContextDep
+from services.api.endpoints.common import paging
+from services.api.schemas import list_object
+from shared.clock import iso
+from shared.mongo import Document
+from shared.pagination import PageRequest
+
+router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[AdminDep])
+
+
+def _log_object(doc: Document) -> dict[str, Any]:
+    return {
+        "id": doc["_id"],
+        "object": "device_log",
+        "message": doc["message"],
+        "received_at": iso(doc["received_at"]),
+    }
+
+
+@router.get("/device_logs", summary="List the logs Apple Wallet devices sent, newest first")
+async def list_device_logs(
+    ctx: ContextDep, page: Annotated[PageRequest, paging("device_log", 100, 1000)]
+) -> JSONResponse:
+    result = await ctx.device_logs.page(page)
+    return JSONResponse(
+        list_object([_log_object(doc) for doc in result.documents], result.has_more)
+    )

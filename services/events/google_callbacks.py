@@ -1,0 +1,56 @@
+"""POST /google/callbacks: Google Wallet's signed save/delete callbacks (docs/wallet-callbacks.md).
+
+Every class Tessera creates names this URL in its `callbackOptions.url`. A verified `save`
+records `installed`, a `del` records `removed`; any refusal is the error envelope with a 4xx
+(or a 503 when the failure is ours, which Google retries) and records nothing.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from services.events.config import EventsSettings
+from services.events.google_events import GoogleCallbacks, handle_callback, root_keys_from
+from services.events.repository import GoogleNonces
+from services.issuer.repository import IssuerReads
+from shared.clock import SystemClock
+from shared.connections import Connections
+from shared.errors import ApiError, PayloadTooLarge
+
+PATH: Final = "/google/callbacks"
+# A callback is well under 2 KiB; anything far larger is not one.
+MAX_BODY_BYTES: Final = 64 * 1024
+
+
+def google_callbacks_router(settings: EventsSettings, conn: Connections) -> APIRouter:
+    callbacks = GoogleCallbacks(
+        nonces=GoogleNonces(conn.db),
+        passes=IssuerReads(conn.db),
+        broker=conn.broker,
+        clock=SystemClock(),
+        issuer_id=settings.google_issuer_id,
+        root_keys=root_keys_from(settings),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await callbacks.nonces.ensure_indexes()
+        yield
+
+    router = APIRouter(lifespan=lifespan)
+
+    @router.post(PATH, include_in_schema=False)
+    async def google_callback(request: Request) -> Response:
+        try:
+            body = await request.body()
+            if len(body) > MAX_BODY_BYTES:
+                raise PayloadTooLarge("A Google Wallet callback is never this large.")
+            await handle_callback(callbacks, body)
+        except ApiError as exc:
+            return JSONResponse(exc.envelope(), status_code=exc.status)
+        return JSONResponse({"received": True})
+
+    return router

@@ -1,0 +1,232 @@
+"""Apple Wallet's pass web service, the logic behind wallet_endpoints.py: registrations, the
+serial numbers updated since a tag, the latest version of a pass, and the removal of the
+registrations whose push token APNs declared dead (a `drop_push_token` command from the issuer).
+
+Apple's reference authenticates the calls about one pass with the pass's authenticationToken
+(`Authorization: ApplePass <token>`) and the serial listing with the device library identifier.
+Every way a pass call can fail to name a pass (no or malformed header, unknown serial, another
+pass type, wrong token) is the same 401 after a constant-time comparison, so a caller without
+the token learns nothing about whether a serial number exists.
+
+Events: a new registration records `installed`, an unregistration `removed`, a 200 for an
+updated pass `updated` with stage `delivered`. Registrations are write-then-publish: when
+JetStream refuses the event the write is undone and the device gets 503 and retries; only a
+crash between the write and the publish loses the event (docs/wallet-callbacks.md).
+"""
+
+import hmac
+import io
+import json
+import logging
+import re
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from services.events.events_out import EventPublisher
+from services.events.repository import Registrations, device_hash, registration_id
+from services.events.update_tags import encode_tag, not_modified, updated_since
+from services.issuer.repository import IssuerReads, last_modified_after
+from shared.clock import Clock
+from shared.messages import DropPushToken
+from shared.models import PassRecord
+
+log = logging.getLogger(__name__)
+
+# Push tokens go into the APNs request path: only what a hex (or base64-free) token can hold.
+_PUSH_TOKEN = re.compile(r"^[0-9A-Za-z]{8,512}$")
+# Compared against when the serial is unknown, so that case costs what a wrong token costs.
+_NO_TOKEN = "-" * 32
+
+
+@dataclass(frozen=True)
+class LatestPass:
+    status: int  # 200, 304 or 401
+    data: bytes = b""
+    last_modified: datetime | None = None
+    # Set on a 200 for a pass that was updated since it was issued: record the delivery.
+    delivered: PassRecord | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class Serials:
+    serial_numbers: list[str]
+    last_updated: str
+
+
+def _device_id(device: str) -> str:
+    """How events name a device: a digest, never the identifier (it is a shared secret)."""
+    return device[:32]
+
+
+class AppleWebService:
+    def __init__(
+        self,
+        registrations: Registrations,
+        issuer: IssuerReads,
+        publisher: EventPublisher,
+        clock: Clock,
+    ):
+        self._registrations = registrations
+        self._issuer = issuer
+        self._publisher = publisher
+        self._clock = clock
+
+    async def authenticate(
+        self, pass_type: str, serial: str, authorization: str | None
+    ) -> PassRecord | None:
+        """The pass these path parameters and this ApplePass token name, or None (401)."""
+        presented = _apple_token(authorization)
+        record = None if presented is None else await self._issuer.pass_by_serial(serial)
+        expected = _NO_TOKEN if record is None else record.authentication_token
+        matches = hmac.compare_digest((presented or "").encode(), expected.encode())
+        if record is None or not matches or await self._pass_type(record) != pass_type:
+            return None
+        return record
+
+    async def register(
+        self, device: str, pass_type: str, serial: str, authorization: str | None, body: bytes
+    ) -> int:
+        record = await self.authenticate(pass_type, serial, authorization)
+        if record is None:
+            return 401
+        if record.voided:
+            return 410  # a voided pass never changes again: there is nothing to register for
+        push_token = _push_token(body)
+        if push_token is None:
+            return 400
+        now = self._clock.now()
+        hashed = device_hash(device)
+        key = registration_id(device, pass_type, serial)
+        document = {
+            "_id": key,
+            "device": hashed,
+            "pass_type": pass_type,
+            "serial_number": serial,
+            "pass_id": record.id,
+            "account_id": record.account_id,
+            "mode": record.mode,
+            "push_token": push_token,
+            "created_at": now,
+            "updated_at": now,
+        }
+        new = await self._registrations.upsert(document)
+        await self._registrations.renew_push_token(hashed, pass_type, push_token, now)
+        if not new:
+            return 200
+        try:
+            await self._publisher.publish(record, "installed", _metadata(hashed))
+        except Exception:
+            log.exception("could not publish installed for %s; undoing the registration", serial)
+            await self._registrations.delete(key)
+            return 503
+        return 201
+
+    async def unregister(
+        self, device: str, pass_type: str, serial: str, authorization: str | None
+    ) -> int:
+        record = await self.authenticate(pass_type, serial, authorization)
+        if record is None:
+            return 401
+        removed = await self._registrations.delete(registration_id(device, pass_type, serial))
+        if removed is None:
+            return 200  # not registered (any more): the device's wish holds already
+        try:
+            await self._publisher.publish(record, "removed", _metadata(removed["device"]))
+        except Exception:
+            log.exception("could not publish removed for %s; keeping the registration", serial)
+            await self._registrations.restore(removed)
+            return 503
+        return 200
+
+    async def updated_serials(
+        self, device: str, pass_type: str, since: str | None
+    ) -> Serials | None:
+        """The serials of the device's passes changed since the tag; None when none (204)."""
+        registered = await self._registrations.of_device(device_hash(device), pass_type)
+        if not registered:
+            return None
+        found = await self._issuer.pass_versions([doc["pass_id"] for doc in registered])
+        versions = dict(found.values())
+        changed = updated_since(versions, since)
+        return Serials(changed, encode_tag(versions)) if changed else None
+
+    async def latest_pass(
+        self, pass_type: str, serial: str, authorization: str | None, if_modified_since: str | None
+    ) -> LatestPass:
+        record = await self.authenticate(pass_type, serial, authorization)
+        stored = None if record is None else await self._issuer.pass_file(record.id)
+        if record is None or stored is None:
+            return LatestPass(401)
+        stamp = stored.get("last_modified") or last_modified_after(stored["created_at"], None)
+        if not_modified(if_modified_since, stamp):
+            return LatestPass(304, last_modified=stamp)
+        version = int(stored["version"])
+        delivered = record if version > 1 else None
+        return LatestPass(200, bytes(stored["data"]), stamp, delivered, version)
+
+    async def record_delivery(self, record: PassRecord, version: int) -> None:
+        """An updated pass reached a device (the GET has no device identifier to name)."""
+        metadata = {
+            "stage": "delivered",
+            "wallet": "apple",
+            "serial_number": record.serial_number,
+            "version": version,
+        }
+        try:
+            await self._publisher.publish(record, "updated", metadata)
+        except Exception:
+            log.exception("could not publish the delivery of %s", record.id)
+
+    async def drop_push_token(self, command: DropPushToken) -> dict[str, Any]:
+        dropped = await self._registrations.drop_push_token(
+            command.pass_type_identifier, command.push_token, command.inactive_since
+        )
+        for document in dropped:
+            record = await self._issuer.pass_by_id(document["pass_id"])
+            if record is None:
+                continue
+            metadata = _metadata(document["device"]) | {"reason": "push_token_inactive"}
+            try:
+                await self._publisher.publish(record, "removed", metadata)
+            except Exception:
+                log.exception("could not publish removed for %s", record.id)
+        return {"dropped": len(dropped)}
+
+    async def _pass_type(self, record: PassRecord) -> str | None:
+        meta = await self._issuer.pass_file_meta(record.id)
+        if meta is not None and meta.get("pass_type_identifier"):
+            return str(meta["pass_type_identifier"])
+        # A file stored before the pass type was kept beside it: read its pass.json.
+        stored = await self._issuer.pass_file(record.id)
+        return None if stored is None else _pass_type_in(bytes(stored["data"]))
+
+
+def _metadata(device: str) -> dict[str, Any]:
+    return {"wallet": "apple", "device_id": _device_id(device)}
+
+
+def _apple_token(authorization: str | None) -> str | None:
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "applepass" and token else None
+
+
+def _push_token(body: bytes) -> str | None:
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return None
+    token = parsed.get("pushToken") if isinstance(parsed, dict) else None
+    return token if isinstance(token, str) and _PUSH_TOKEN.match(token) else None
+
+
+def _pass_type_in(pkpass: bytes) -> str | None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(pkpass)) as archive:
+            value = json.loads(archive.read("pass.json")).get("passTypeIdentifier")
+    except (KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    return value if isinstance(value, str) else None

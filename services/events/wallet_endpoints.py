@@ -1,0 +1,122 @@
+"""Apple Wallet's pass web service, served at wallet_url (the webServiceURL of every pass).
+
+The five endpoints of Apple's "Wallet Passes web service" reference. Thin: read the path, the
+headers and a bounded body, call registrations.py or device_logs.py, and answer as Apple's
+devices expect: bare statuses, JSON for the serial listing, the .pkpass with Last-Modified.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.background import BackgroundTask
+
+from services.events import device_logs
+from services.events.events_out import EventPublisher
+from services.events.registrations import AppleWebService
+from services.events.repository import DeviceLogs, Registrations
+from services.events.update_tags import http_date
+from services.issuer.repository import IssuerReads
+from shared.clock import Clock, SystemClock
+from shared.connections import Connections
+
+PKPASS_TYPE = "application/vnd.apple.pkpass"
+UpdatedSince = Annotated[str | None, Query(alias="passesUpdatedSince")]
+MAX_REGISTRATION_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class AppleWallet:
+    registrations: Registrations
+    logs: DeviceLogs
+    service: AppleWebService
+    clock: Clock
+
+
+def apple_wallet(conn: Connections, clock: Clock | None = None) -> AppleWallet:
+    clock = clock or SystemClock()
+    registrations = Registrations(conn.db)
+    service = AppleWebService(
+        registrations, IssuerReads(conn.db), EventPublisher(conn.broker, clock), clock
+    )
+    return AppleWallet(registrations, DeviceLogs(conn.db), service, clock)
+
+
+def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await wallet.registrations.ensure_indexes()
+        await wallet.logs.ensure_indexes()
+        yield
+
+    router = APIRouter(prefix="/v1", include_in_schema=False, lifespan=lifespan)
+    registration = "/devices/{device}/registrations/{pass_type}/{serial}"
+
+    @router.post(registration)
+    async def register(device: str, pass_type: str, serial: str, request: Request) -> Response:
+        body = await _bounded_body(request, MAX_REGISTRATION_BYTES)
+        if body is None:
+            return Response(status_code=413)
+        authorization = request.headers.get("authorization")
+        status = await wallet.service.register(device, pass_type, serial, authorization, body)
+        return Response(status_code=status)
+
+    @router.delete(registration)
+    async def unregister(device: str, pass_type: str, serial: str, request: Request) -> Response:
+        authorization = request.headers.get("authorization")
+        status = await wallet.service.unregister(device, pass_type, serial, authorization)
+        return Response(status_code=status)
+
+    @router.get("/devices/{device}/registrations/{pass_type}")
+    async def updated_serials(device: str, pass_type: str, since: UpdatedSince = None) -> Response:
+        found = await wallet.service.updated_serials(device, pass_type, since)
+        if found is None:
+            return Response(status_code=204)
+        return JSONResponse(
+            {"serialNumbers": found.serial_numbers, "lastUpdated": found.last_updated}
+        )
+
+    @router.get("/passes/{pass_type}/{serial}")
+    async def latest_pass(pass_type: str, serial: str, request: Request) -> Response:
+        answer = await wallet.service.latest_pass(
+            pass_type,
+            serial,
+            request.headers.get("authorization"),
+            request.headers.get("if-modified-since"),
+        )
+        if answer.last_modified is None:
+            return Response(status_code=answer.status)
+        headers = {"Last-Modified": http_date(answer.last_modified), "Cache-Control": "no-cache"}
+        if answer.status != 200:
+            return Response(status_code=answer.status, headers=headers)
+        delivered = answer.delivered
+        return Response(
+            answer.data,
+            media_type=PKPASS_TYPE,
+            headers=headers,
+            background=None
+            if delivered is None
+            else BackgroundTask(wallet.service.record_delivery, delivered, answer.version),
+        )
+
+    @router.post("/log")
+    async def log(request: Request) -> Response:
+        body = await _bounded_body(request, device_logs.MAX_BODY_BYTES)
+        if body is None:
+            return Response(status_code=413)
+        return Response(status_code=await device_logs.store_logs(wallet.logs, wallet.clock, body))
+
+    return router
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None once it grows past `limit` bytes (it is not read further)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)

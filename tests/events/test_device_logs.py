@@ -1,0 +1,45 @@
+"""Device logs are bounded: entries per request, characters per entry, entries per day."""
+
+import json
+import secrets
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.events import repository
+from services.events.device_logs import MAX_ENTRIES, MAX_MESSAGE_CHARS, parse_logs
+from services.events.repository import DeviceLogReads, DeviceLogs
+from shared.mongo import create_client
+from shared.pagination import PageRequest
+
+
+def test_a_log_body_is_a_list_of_strings_cut_to_size() -> None:
+    body = {"logs": ["short", "x" * (MAX_MESSAGE_CHARS + 10)] + ["y"] * MAX_ENTRIES}
+    parsed = parse_logs(json.dumps(body).encode())
+    assert parsed is not None
+    assert len(parsed) == MAX_ENTRIES
+    assert parsed[0] == "short"
+    assert len(parsed[1]) == MAX_MESSAGE_CHARS
+    for bad in (b"", b"[]", b'{"logs": "one"}', b'{"logs": [1]}', b'{"other": []}', b"\xff"):
+        assert parse_logs(bad) is None, bad
+
+
+async def test_a_day_keeps_at_most_its_allowance(
+    mongo_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repository, "DEVICE_LOGS_PER_DAY", 3)
+    client = create_client(mongo_url)
+    db = client[f"t_{secrets.token_hex(6)}"]
+    logs = DeviceLogs(db)
+    await logs.ensure_indexes()
+    today = datetime(2031, 3, 4, 10, tzinfo=UTC)
+    try:
+        assert await logs.add(["a", "b"], today) == 2
+        assert await logs.add(["c", "d"], today) == 1
+        assert await logs.add(["e"], today) == 0
+        assert await logs.add(["f"], today + timedelta(days=1)) == 1
+        page = await DeviceLogReads(db).page(PageRequest(limit=10))
+        assert [doc["message"] for doc in page.documents] == ["f", "c", "b", "a"]
+    finally:
+        await client.drop_database(db.name)
+        await client.close()

@@ -1,0 +1,47 @@
+"""The update tags: `lastUpdated` lists pass versions, and If-Modified-Since compares seconds."""
+
+from datetime import UTC, datetime, timedelta
+
+from services.events.update_tags import (
+    MAX_TAG_LENGTH,
+    decode_tag,
+    encode_tag,
+    http_date,
+    not_modified,
+    updated_since,
+)
+
+
+def test_a_tag_round_trips_and_does_not_reveal_serial_numbers() -> None:
+    tag = encode_tag({"serial-a": 1, "serial-b": 7})
+    assert "serial" not in tag
+    decoded = decode_tag(tag)
+    assert decoded is not None
+    assert sorted(decoded.values()) == [1, 7]
+    assert encode_tag({"serial-b": 7, "serial-a": 1}) == tag  # order does not matter
+
+
+def test_only_passes_whose_version_changed_are_listed() -> None:
+    tag = encode_tag({"a": 1, "b": 1})
+    assert updated_since({"a": 1, "b": 1}, tag) == []
+    assert updated_since({"a": 2, "b": 1}, tag) == ["a"]
+    # A pass registered after the tag was handed out is listed: the device may lack its update.
+    assert updated_since({"a": 1, "b": 1, "c": 1}, tag) == ["c"]
+
+
+def test_without_a_usable_tag_every_pass_is_listed() -> None:
+    versions = {"b": 3, "a": 1}
+    for tag in (None, "", "junk", "v1.abc-x", "v1." + "a" * MAX_TAG_LENGTH):
+        assert updated_since(versions, tag) == ["a", "b"], tag
+    assert decode_tag("v1.") == {}
+
+
+def test_if_modified_since_is_not_modified_from_the_stamp_on() -> None:
+    stamp = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
+    assert http_date(stamp) == "Tue, 06 May 2031 07:08:09 GMT"
+    assert not_modified(http_date(stamp), stamp)
+    assert not_modified(http_date(stamp + timedelta(seconds=1)), stamp)
+    assert not not_modified(http_date(stamp - timedelta(seconds=1)), stamp)
+    assert not not_modified("Tue, 06 May 2031 07:08:09", stamp + timedelta(seconds=1))
+    for value in (None, "", "yesterday"):
+        assert not not_modified(value, stamp)
