@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from services.events.repository import RegistrationReads
 from services.issuer import handlers
 from services.issuer.apns import create_apns_client
+from services.issuer.artifacts import WalletArtifacts
 from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
@@ -54,11 +55,12 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         relay.notify,
         settings.request_timeout_seconds,
     )
+    artifacts = WalletArtifacts(
+        identities, google, site_url=settings.site_url, wallet_url=settings.wallet_url
+    )
     service = IssuerService(
         repo,
-        identities,
-        google,
-        settings,
+        artifacts,
         clock,
         relay.notify,
         live_updates.schedule,

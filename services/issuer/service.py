@@ -19,13 +19,7 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from services.issuer.config import IssuerSettings
-from services.issuer.content import metadata_dates
-from services.issuer.google.client import GoogleWalletError
-from services.issuer.google.passes import GoogleWallet, sync_template
-from services.issuer.google.passes import save_link as google_save_link
-from services.issuer.identity import Identities
-from services.issuer.pkpass import PassContent, build_pkpass
+from services.issuer.artifacts import WalletArtifacts
 from services.issuer.push import PUSH_HOLD
 from services.issuer.repository import (
     ConcurrentUpdate,
@@ -37,7 +31,7 @@ from services.issuer.repository import (
 from services.issuer.validation import check_field_values, check_metadata_dates, validate_design
 from shared.clock import Clock
 from shared.design import Design
-from shared.errors import AuthorizationError, InternalError, InvalidRequest, not_found
+from shared.errors import AuthorizationError, InvalidRequest, not_found
 from shared.ids import new_id, short_slug
 from shared.messages import (
     CreateDownloadLink,
@@ -72,18 +66,14 @@ class IssuerService:
     def __init__(
         self,
         repo: IssuerRepository,
-        identities: Identities,
-        google: GoogleWallet,
-        settings: IssuerSettings,
+        artifacts: WalletArtifacts,
         clock: Clock,
         on_commit: Callable[[], None],
         push: Callable[[PassEventMessage], None],
     ):
         self._repo = repo
-        self._identities = identities
-        self._google = google
-        self._site_url = settings.site_url
-        self._wallet_url = settings.wallet_url
+        self._artifacts = artifacts
+        self._identities = artifacts.identities
         self._clock = clock
         self._on_commit = on_commit
         self._push = push
@@ -186,13 +176,7 @@ class IssuerService:
             )
         updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
         design = Design.from_stored(updated.design)
-        try:
-            await sync_template(self._google, updated, logo_url=self._logo_url(updated, design))
-        except GoogleWalletError as exc:
-            raise InternalError(
-                "Google Wallet did not accept the template change; retry.",
-                code="google_wallet_unavailable",
-            ) from exc
+        await self._artifacts.sync_template(updated, design)
 
         async def apply(uow: UnitOfWork) -> None:
             await uow.replace_template(updated)
@@ -337,11 +321,11 @@ class IssuerService:
     ) -> Outcome:
         # Every version of a pass gets a fresh Google link (with real credentials this also
         # upserts the class and object, so a voided pass turns INACTIVE in Google Wallet).
-        record.google_save_url = await self._google_link(template, design, record)
+        record.google_save_url = await self._artifacts.google_link(template, design, record)
         identity = self._identities.apple
         pkpass = PassFile(
             version=record.version,
-            data=build_pkpass(self._content(record, template, design), identity),
+            data=self._artifacts.pkpass(record, template, design),
             pass_type_identifier=identity.pass_type_identifier,
             last_modified=await self._last_modified(record, insert=insert),
         )
@@ -370,41 +354,6 @@ class IssuerService:
         # Read in the prepare phase: a command retried after a conflict reads it afresh.
         previous = None if insert else await self._repo.pass_file_stamp(record.id)
         return last_modified_after(record.updated_at, previous)
-
-    def _logo_url(self, template: TemplateRecord, design: Design) -> str | None:
-        """Google fetches images by URL: the template's logo as the api serves it publicly."""
-        return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
-
-    async def _google_link(
-        self, template: TemplateRecord, design: Design, record: PassRecord
-    ) -> str:
-        try:
-            return await google_save_link(
-                self._google, template, record, logo_url=self._logo_url(template, design)
-            )
-        except GoogleWalletError as exc:
-            log.error("Google Wallet call failed: %s", exc)
-            raise InternalError(
-                "Google Wallet did not accept the pass; retry with the same Idempotency-Key.",
-                code="google_wallet_unavailable",
-            ) from exc
-
-    def _content(self, record: PassRecord, template: TemplateRecord, design: Design) -> PassContent:
-        dates = metadata_dates(record.metadata, strict=False)
-        return PassContent(
-            apple_style=template.apple_style,
-            design=design,
-            serial_number=record.serial_number,
-            short_id=record.short_id,
-            field_values=record.field_values,
-            holder_name=record.holder_name,
-            authentication_token=record.authentication_token,
-            web_service_url=self._wallet_url,
-            voided=record.voided,
-            # Valid per-pass dates in metadata override the design's (checked when written).
-            expiration_date=dates.expiration_date,
-            relevant_date=dates.relevant_date,
-        )
 
     async def _free_short_id(self) -> str:
         # 95 random bits make a collision practically impossible; the unique index is the guard.

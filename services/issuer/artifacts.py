@@ -1,0 +1,76 @@
+"""What a pass is in each wallet: the signed .pkpass content and the Google Wallet save link.
+
+Kept apart from the command logic in service.py: this is where identities, the Google client and
+the public URLs meet the records.
+"""
+
+import logging
+
+from services.issuer.content import metadata_dates
+from services.issuer.google.client import GoogleWalletError
+from services.issuer.google.passes import GoogleWallet, sync_template
+from services.issuer.google.passes import save_link as google_save_link
+from services.issuer.identity import Identities
+from services.issuer.pkpass import PassContent, build_pkpass
+from shared.design import Design
+from shared.errors import InternalError
+from shared.models import PassRecord, TemplateRecord
+
+log = logging.getLogger(__name__)
+
+
+class WalletArtifacts:
+    def __init__(
+        self, identities: Identities, google: GoogleWallet, *, site_url: str, wallet_url: str
+    ):
+        self.identities = identities
+        self._google = google
+        self._site_url = site_url
+        self._wallet_url = wallet_url
+
+    def logo_url(self, template: TemplateRecord, design: Design) -> str | None:
+        """Google fetches images by URL: the template's logo as the api serves it publicly."""
+        return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
+
+    async def google_link(
+        self, template: TemplateRecord, design: Design, record: PassRecord
+    ) -> str:
+        try:
+            return await google_save_link(
+                self._google, template, record, logo_url=self.logo_url(template, design)
+            )
+        except GoogleWalletError as exc:
+            log.error("Google Wallet call failed: %s", exc)
+            raise InternalError(
+                "Google Wallet did not accept the pass; retry with the same Idempotency-Key.",
+                code="google_wallet_unavailable",
+            ) from exc
+
+    async def sync_template(self, template: TemplateRecord, design: Design) -> None:
+        try:
+            await sync_template(self._google, template, logo_url=self.logo_url(template, design))
+        except GoogleWalletError as exc:
+            raise InternalError(
+                "Google Wallet did not accept the template change; retry.",
+                code="google_wallet_unavailable",
+            ) from exc
+
+    def pkpass(self, record: PassRecord, template: TemplateRecord, design: Design) -> bytes:
+        return build_pkpass(self.content(record, template, design), self.identities.apple)
+
+    def content(self, record: PassRecord, template: TemplateRecord, design: Design) -> PassContent:
+        dates = metadata_dates(record.metadata, strict=False)
+        return PassContent(
+            apple_style=template.apple_style,
+            design=design,
+            serial_number=record.serial_number,
+            short_id=record.short_id,
+            field_values=record.field_values,
+            holder_name=record.holder_name,
+            authentication_token=record.authentication_token,
+            web_service_url=self._wallet_url,
+            voided=record.voided,
+            # Valid per-pass dates in metadata override the design's (checked when written).
+            expiration_date=dates.expiration_date,
+            relevant_date=dates.relevant_date,
+        )
