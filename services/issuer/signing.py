@@ -9,8 +9,6 @@ intermediate -> pass signer) that mirrors Apple's chain, so signatures can be ch
 
 import datetime
 import fcntl
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from shared.files import write_atomic
 
 ROOT_CERT_FILE = "root-ca.pem"
 ROOT_KEY_FILE = "root-ca-key.pem"
@@ -193,7 +193,7 @@ def _write_identity(directory: Path, pass_type_identifier: str, team_identifier:
     # Each file is replaced atomically so a crash never leaves a truncated PEM.
     for name in _ALL_FILES:
         data, mode = outputs[name]
-        _write_atomic(directory / name, data, mode)
+        write_atomic(directory / name, data, mode)
 
 
 def _name(*attributes: x509.NameAttribute[str]) -> x509.Name:
@@ -259,18 +259,3 @@ def _cert_pem(certificate: x509.Certificate) -> bytes:
 def _key_pem(key: rsa.RSAPrivateKey) -> bytes:
     encoding, key_format = serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8
     return key.private_bytes(encoding, key_format, serialization.NoEncryption())
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    # mkstemp creates the file 0600, so key material is never readable by others, even briefly.
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise

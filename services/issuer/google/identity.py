@@ -10,16 +10,16 @@ refused by Google; they verify locally and against tests/support/fake_google.py.
 import fcntl
 import hashlib
 import json
-import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from shared.files import write_atomic
 
 SERVICE_ACCOUNT_FILE = "google-service-account.json"
 PUBLIC_KEY_FILE = "google-public-key.pem"
@@ -94,7 +94,7 @@ def ensure_dev_google_identity(directory: Path, issuer_id: str = DEV_ISSUER_ID) 
                 _write_dev_service_account(directory)
             identity = load_service_account(key_file.read_bytes(), issuer_id)
             if not (directory / PUBLIC_KEY_FILE).is_file():
-                _write_atomic(directory / PUBLIC_KEY_FILE, identity.public_key_pem(), 0o644)
+                write_atomic(directory / PUBLIC_KEY_FILE, identity.public_key_pem(), 0o644)
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
     return replace(identity, is_development=True)
@@ -162,21 +162,6 @@ def _write_dev_service_account(directory: Path) -> None:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     # The public key first and the key file last: the key file's presence marks completion.
-    _write_atomic(directory / PUBLIC_KEY_FILE, public_pem, 0o644)
+    write_atomic(directory / PUBLIC_KEY_FILE, public_pem, 0o644)
     document = service_account_json(key, client_email=DEV_CLIENT_EMAIL, token_uri=GOOGLE_TOKEN_URI)
-    _write_atomic(directory / SERVICE_ACCOUNT_FILE, document, 0o600)
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    # mkstemp creates the file 0600, so the key is never readable by others, even briefly.
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    write_atomic(directory / SERVICE_ACCOUNT_FILE, document, 0o600)
