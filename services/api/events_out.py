@@ -12,9 +12,9 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from shared.clock import Clock
-from shared.ids import new_id
-from shared.messages import EVENTS_STREAM, PassEventMessage, PassEventType
+from shared.messages import PassEventType
 from shared.models import PassRecord
+from shared.pass_events import pass_event, publish_event
 
 log = logging.getLogger(__name__)
 
@@ -26,23 +26,7 @@ async def publish_pass_event(
     event_type: PassEventType,
     metadata: dict[str, Any] | None = None,
 ) -> None:
-    event = PassEventMessage(
-        id=new_id("pass_event"),
-        account_id=record.account_id,
-        mode=record.mode,
-        pass_id=record.id,
-        event_type=event_type,
-        metadata=metadata or {},
-        created_at=clock.now(),
-        pass_snapshot=record.snapshot(),
-    )
     try:
-        await broker.publish(
-            event.model_dump_json().encode(),
-            event.subject,
-            stream=EVENTS_STREAM,
-            headers={"Nats-Msg-Id": event.id},
-            timeout=5.0,
-        )
+        await publish_event(broker, pass_event(record, event_type, metadata or {}, clock.now()))
     except Exception:
         log.exception("could not publish %s event of %s", event_type, record.id)

@@ -10,9 +10,9 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from shared.clock import Clock
-from shared.ids import new_id
-from shared.messages import EVENTS_STREAM, PassEventMessage, PassEventType
+from shared.messages import PassEventMessage, PassEventType
 from shared.models import PassRecord
+from shared.pass_events import pass_event, publish_event
 
 
 class EventPublisher:
@@ -23,21 +23,6 @@ class EventPublisher:
     async def publish(
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any]
     ) -> PassEventMessage:
-        event = PassEventMessage(
-            id=new_id("pass_event"),
-            account_id=record.account_id,
-            mode=record.mode,
-            pass_id=record.id,
-            event_type=event_type,
-            metadata=metadata,
-            created_at=self._clock.now(),
-            pass_snapshot=record.snapshot(),
-        )
-        await self._broker.publish(
-            event.model_dump_json().encode(),
-            event.subject,
-            stream=EVENTS_STREAM,
-            headers={"Nats-Msg-Id": event.id},
-            timeout=5.0,
-        )
+        event = pass_event(record, event_type, metadata, self._clock.now())
+        await publish_event(self._broker, event)
         return event

@@ -30,7 +30,8 @@ from services.issuer.repository import IssuerReads
 from shared.clock import Clock
 from shared.errors import ApiError, AuthenticationError, InvalidRequest, NotFound
 from shared.ids import new_id
-from shared.messages import EVENTS_STREAM, PassEventMessage, PassEventType
+from shared.messages import PassEventMessage, PassEventType
+from shared.pass_events import pass_event, publish_event
 
 log = logging.getLogger(__name__)
 
@@ -113,24 +114,11 @@ async def _record(
         raise NonceReplayed(
             "This callback's nonce was already processed.", code="google_callback_replayed"
         )
-    event = PassEventMessage(
-        id=claim.event_id,
-        account_id=record.account_id,
-        mode=record.mode,
-        pass_id=record.id,
-        event_type=event_type,
-        metadata={"wallet": "google"},
-        created_at=claim.created_at,
-        pass_snapshot=record.snapshot(),
+    event = pass_event(
+        record, event_type, {"wallet": "google"}, claim.created_at, event_id=claim.event_id
     )
     try:
-        await callbacks.broker.publish(
-            event.model_dump_json().encode(),
-            event.subject,
-            stream=EVENTS_STREAM,
-            headers={"Nats-Msg-Id": event.id},
-            timeout=5.0,
-        )
+        await publish_event(callbacks.broker, event)
     except Exception as exc:
         # The claim stays unpublished, so Google's retry publishes this same event.
         log.exception("could not publish the %s event of %s", event_type, pass_id)

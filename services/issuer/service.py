@@ -45,6 +45,7 @@ from shared.messages import (
     VoidPass,
 )
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
+from shared.pass_events import pass_event
 
 log = logging.getLogger(__name__)
 
@@ -329,16 +330,7 @@ class IssuerService:
             pass_type_identifier=identity.pass_type_identifier,
             last_modified=await self._last_modified(record, insert=insert),
         )
-        event = PassEventMessage(
-            id=new_id("pass_event"),
-            account_id=record.account_id,
-            mode=record.mode,
-            pass_id=record.id,
-            event_type=event_type,
-            metadata=event_metadata,
-            created_at=record.updated_at,
-            pass_snapshot=record.snapshot(),
-        )
+        event = pass_event(record, event_type, event_metadata, record.updated_at)
 
         async def apply(uow: UnitOfWork) -> None:
             if insert:
