@@ -1,14 +1,18 @@
 """Opening and closing the Mongo client and the NATS broker inside a lifespan."""
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from faststream.nats import NatsBroker
+from nats.errors import Error as NatsError
 
 from shared.mongo import Database, MongoClient, create_client
 from shared.nats import create_broker, ensure_events_stream
 from shared.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,5 +46,9 @@ async def running(connections: Connections) -> AsyncIterator[Connections]:
     try:
         yield connections
     finally:
-        await connections.broker.stop()
+        try:
+            await connections.broker.stop()
+        except NatsError as exc:
+            # NATS already gone (its own shutdown, or a crash): nothing is left to drain.
+            log.warning("NATS connection not drained at shutdown: %s", exc)
         await connections.mongo.close()

@@ -145,7 +145,9 @@ def up(data_dir: Path, host: str, port: int) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        stop_all(infra + services)
+        # Services first, while NATS and the store still answer their final drain and writes.
+        stop_all(services, timeout=6.0)
+        stop_all(infra, timeout=3.0)
         ready_file.unlink(missing_ok=True)
         _say("stopped")
 
