@@ -1,11 +1,54 @@
-"""API settings (prefix TESSERA_API_)."""
+"""API settings (prefix TESSERA_API_), including the plan table (docs/plans-and-limits.md).
+
+`TESSERA_API_PLANS` overrides the whole plan table as JSON, for example
+`{"free": {"live_keys": false, "rate_limit": 5, "rate_window_seconds": 1,
+"monthly_passes": {"test": 10, "live": 0}}, "paid": {...}}`.
+"""
 
 from datetime import timedelta
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings, refuse_placeholder
+
+
+class MonthlyPasses(BaseModel):
+    """Passes an account may issue per calendar month (UTC), per mode."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    test: int = Field(1_000_000, ge=0)
+    live: int = Field(0, ge=0)
+
+
+class PlanLimits(BaseModel):
+    """What one plan allows: live keys, a request rate and a monthly pass quota."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    live_keys: bool = False
+    # A fixed window per API key mode (account + test/live): `rate_limit` requests per window.
+    rate_limit: int = Field(100, gt=0)
+    rate_window_seconds: int = Field(1, gt=0)
+    monthly_passes: MonthlyPasses = MonthlyPasses()
+
+
+def default_plans() -> dict[str, PlanLimits]:
+    return {
+        "free": PlanLimits(
+            live_keys=False,
+            rate_limit=100,
+            rate_window_seconds=1,
+            monthly_passes=MonthlyPasses(test=1_000_000, live=0),
+        ),
+        "paid": PlanLimits(
+            live_keys=True,
+            rate_limit=1_000,
+            rate_window_seconds=1,
+            monthly_passes=MonthlyPasses(test=1_000_000, live=1_000_000),
+        ),
+    }
 
 
 class ApiSettings(ServiceSettings):
@@ -16,6 +59,8 @@ class ApiSettings(ServiceSettings):
     admin_token: str | None = Field(None, validation_alias=AliasChoices("TESSERA_ADMIN_TOKEN"))
     max_body_bytes: int = Field(1_048_576, gt=0)
     idempotency_ttl: timedelta = timedelta(hours=24)
+    # The plan table; an account whose plan is missing here gets the "free" limits.
+    plans: dict[str, PlanLimits] = Field(default_factory=default_plans)
 
     @model_validator(mode="after")
     def _real_admin_token(self) -> "ApiSettings":
@@ -23,4 +68,10 @@ class ApiSettings(ServiceSettings):
         token = self.admin_token
         if token is not None and self.environment == "production" and len(token) < 32:
             raise ValueError("TESSERA_ADMIN_TOKEN must be at least 32 characters")
+        return self
+
+    @model_validator(mode="after")
+    def _free_plan_exists(self) -> "ApiSettings":
+        if "free" not in self.plans:
+            raise ValueError("TESSERA_API_PLANS must define the 'free' plan")
         return self

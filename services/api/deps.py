@@ -1,4 +1,9 @@
-"""What endpoints receive: the app context, the authenticated principal, the idempotency key."""
+"""What endpoints receive: the app context, the authenticated principal, the idempotency key.
+
+Authentication is followed at once by the plan's rate limit (services/api/limits.py); the
+pass-creating endpoints also call `ApiContext.reserve_pass` (v1) or `admit_pass` (Variant A)
+for the monthly quota.
+"""
 
 import hmac
 from dataclasses import dataclass
@@ -12,6 +17,7 @@ from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
 from services.api.events_out import publish_pass_event
 from services.api.idempotency import IdempotencyPolicy
+from services.api.limits import enforce_rate_limit, reserve_pass
 from services.api.repository import ApiRepository
 from services.events.repository import DeviceLogReads, EventReads
 from services.issuer.repository import IssuerReads
@@ -40,6 +46,19 @@ class ApiContext:
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None
     ) -> None:
         await publish_pass_event(self.broker, self.clock, record, event_type, metadata)
+
+    async def enforce_rate_limit(self, principal: Principal) -> None:
+        """429 when the principal's window is full; records the RateLimit headers."""
+        await enforce_rate_limit(self.repo, self.settings.plans, self.clock, principal)
+
+    async def reserve_pass(self, principal: Principal) -> None:
+        """402 when this month's pass quota is used up; else reserve one pass of it."""
+        await reserve_pass(self.repo, self.settings.plans, self.clock, principal)
+
+    async def admit_pass(self, principal: Principal) -> None:
+        """Variant A, which authenticates in the endpoint: the rate limit, then the quota."""
+        await self.enforce_rate_limit(principal)
+        await self.reserve_pass(principal)
 
     async def command(self, subject: str, command: BaseModel) -> dict[str, Any]:
         return await request_command(
@@ -71,6 +90,7 @@ async def _principal(
 ) -> Principal:
     principal = await authenticate(ctx.repo, _bearer(authorization))
     account_id_var.set(principal.account_id)
+    await ctx.enforce_rate_limit(principal)
     return principal
 
 

@@ -3,6 +3,10 @@
 Bodies over `max_body_bytes` are refused with 413 (checked against Content-Length, and while
 streaming when the length is not declared); a body sent with a non-JSON content type is 415.
 Both answer in the spec's envelope.
+
+It also gives each request a `RequestLimits` (services/api/limits.py): the RateLimit headers
+the limits computed are added to the response, and a request that fails (status 400 or more)
+gives back the quota it reserved.
 """
 
 import json
@@ -13,6 +17,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.api.limits import RequestLimits, request_limits_var
 from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, PayloadTooLarge, UnsupportedMediaType
 from shared.ids import new_id
@@ -35,6 +40,8 @@ class RequestContextMiddleware:
         request_id = new_id("request")
         request_id_var.set(request_id)
         account_id_var.set(None)
+        limits = RequestLimits()
+        request_limits_var.set(limits)
         started = time.perf_counter()
         status_holder: dict[str, int] = {}
 
@@ -43,6 +50,10 @@ class RequestContextMiddleware:
                 status_holder["status"] = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"request-id", request_id.encode()))
+                headers.extend(
+                    (name.lower().encode(), value.encode())
+                    for name, value in limits.headers.items()
+                )
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -64,6 +75,8 @@ class RequestContextMiddleware:
                     send_with_id, scope["path"], InternalError("An internal error occurred.")
                 )
         finally:
+            if status_holder.get("status", 500) >= 400:
+                await _undo(limits)
             log.info(
                 "%s %s -> %s in %.1f ms",
                 scope["method"],
@@ -103,6 +116,14 @@ class RequestContextMiddleware:
             return message
 
         return limited
+
+
+async def _undo(limits: RequestLimits) -> None:
+    for step in limits.on_failure:
+        try:
+            await step()
+        except Exception:
+            log.exception("could not give back a reserved quota unit")
 
 
 def loggable_path(path: str) -> str:

@@ -1,4 +1,8 @@
-"""Every MongoDB call of the api: accounts, API keys and idempotency records."""
+"""Every MongoDB call of the api: accounts, API keys, idempotency records and limit counters.
+
+Rate-limit windows and monthly pass counters live in MongoDB (atomic `$inc` upserts, expired by
+TTL indexes) so that every api replica counts against the same numbers.
+"""
 
 from datetime import datetime
 from typing import Any
@@ -14,11 +18,15 @@ class ApiRepository:
         self._accounts = db["accounts"]
         self._keys = db["api_keys"]
         self._idempotency = db["idempotency_keys"]
+        self._rate_windows = db["rate_limit_windows"]
+        self._usage = db["usage_counters"]
 
     async def ensure_indexes(self) -> None:
         await self._keys.create_index("hash", unique=True)
         await self._keys.create_index([("account_id", ASCENDING)])
         await self._idempotency.create_index("expires_at", expireAfterSeconds=0)
+        await self._rate_windows.create_index("expires_at", expireAfterSeconds=0)
+        await self._usage.create_index("expires_at", expireAfterSeconds=0)
 
     async def insert_account(self, doc: Document) -> None:
         await self._accounts.insert_one(doc)
@@ -72,3 +80,50 @@ class ApiRepository:
         await self._idempotency.update_one(
             {"_id": record_id, "state": "processing"}, {"$set": {"locked_until": at}}
         )
+
+    async def count_request(self, window_id: str, expires_at: datetime) -> int:
+        """Count one request in a rate-limit window; returns the window's count after it."""
+        for attempt in range(2):
+            try:
+                doc = await self._rate_windows.find_one_and_update(
+                    {"_id": window_id},
+                    {"$inc": {"count": 1}, "$setOnInsert": {"expires_at": expires_at}},
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
+            except DuplicateKeyError:
+                # Two replicas created the window at once; the second try finds it.
+                if attempt:
+                    raise
+                continue
+            return int(doc["count"]) if doc else 1
+        raise AssertionError("unreachable")
+
+    async def reserve_usage(self, counter_id: str, limit: int, expires_at: datetime) -> bool:
+        """Add one to a usage counter unless it already reached `limit`; False when it had."""
+        if limit <= 0:
+            return False
+        try:
+            await self._usage.update_one(
+                {"_id": counter_id, "count": {"$lt": limit}},
+                {"$inc": {"count": 1}, "$setOnInsert": {"expires_at": expires_at}},
+                upsert=True,
+            )
+        except DuplicateKeyError:
+            # The counter exists (at the limit, or created by another replica just now):
+            # count against it without upserting.
+            result = await self._usage.update_one(
+                {"_id": counter_id, "count": {"$lt": limit}}, {"$inc": {"count": 1}}
+            )
+            return result.modified_count == 1
+        return True
+
+    async def release_usage(self, counter_id: str) -> None:
+        """Give back one reserved unit (the request it was reserved for failed)."""
+        await self._usage.update_one(
+            {"_id": counter_id, "count": {"$gt": 0}}, {"$inc": {"count": -1}}
+        )
+
+    async def usage(self, counter_id: str) -> int:
+        doc = await self._usage.find_one({"_id": counter_id})
+        return int(doc["count"]) if doc else 0

@@ -73,6 +73,7 @@ async def create_pass(
     x_api_key: Annotated[str | None, Header(alias="x-api-key", include_in_schema=False)] = None,
 ) -> JSONResponse:
     principal = await authenticate(ctx.repo, x_api_key)
+    await ctx.admit_pass(principal)
     account_id_var.set(principal.account_id)
     template_id = body.templateId
     template = None

@@ -1,0 +1,131 @@
+"""Plans, quotas and rate limits (spec 5 and 7, docs/plans-and-limits.md).
+
+- The rate limit is a fixed window per API key mode (account + test/live): the plan's
+  `rate_limit` requests per `rate_window_seconds`. The count lives in MongoDB, so it holds across
+  api replicas. Over it: 429 `rate_limit_error` (`rate_limited`) with `Retry-After`.
+- The quota counts passes issued per account, mode and calendar month (UTC). A creation request
+  reserves one unit before the pass is made and gives it back when the request fails. Over it:
+  402 `billing_error` (`quota_exceeded`), before any pass is created.
+- A capability the plan lacks (live keys on a plan without them): 403 `authorization_error`.
+
+Every authenticated response carries `RateLimit-Limit`, `RateLimit-Remaining` and
+`RateLimit-Reset` (IETF draft names); the middleware writes the headers this module computes.
+"""
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from services.api.accounts import Principal
+from services.api.config import PlanLimits
+from services.api.repository import ApiRepository
+from shared.clock import Clock
+from shared.errors import AuthorizationError, BillingError, RateLimited
+
+log = logging.getLogger(__name__)
+# Counters outlive their window by this much, then MongoDB's TTL monitor removes them.
+WINDOW_GRACE = timedelta(minutes=5)
+USAGE_RETENTION = timedelta(days=400)
+
+
+@dataclass
+class RequestLimits:
+    """What the limits decided for one request: headers to add, and undo steps on failure."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    on_failure: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+# Set per request by the middleware; the limits below write into it.
+request_limits_var: ContextVar[RequestLimits | None] = ContextVar("request_limits", default=None)
+
+
+def plan_limits(plans: dict[str, PlanLimits], plan: str) -> PlanLimits:
+    limits = plans.get(plan)
+    if limits is None:
+        log.warning("plan %r is not in the plan table; applying the free plan's limits", plan)
+        return plans["free"]
+    return limits
+
+
+def window_start(now: datetime, seconds: int) -> datetime:
+    epoch = int(now.timestamp())
+    return datetime.fromtimestamp(epoch - epoch % seconds, UTC)
+
+
+def month_key(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m")
+
+
+def next_month(now: datetime) -> datetime:
+    now = now.astimezone(UTC)
+    year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
+def rate_headers(limit: int, count: int, reset_seconds: int) -> dict[str, str]:
+    return {
+        "RateLimit-Limit": str(limit),
+        "RateLimit-Remaining": str(max(0, limit - count)),
+        "RateLimit-Reset": str(reset_seconds),
+    }
+
+
+def check_capabilities(plan: PlanLimits, principal: Principal) -> None:
+    if principal.mode == "live" and not plan.live_keys:
+        raise AuthorizationError(
+            "Live keys require a paid plan; use a test key or upgrade the plan.",
+            code="live_mode_requires_paid_plan",
+        )
+
+
+async def enforce_rate_limit(
+    repo: ApiRepository, plans: dict[str, PlanLimits], clock: Clock, principal: Principal
+) -> None:
+    """Count this request in its window; 429 when the window is full."""
+    plan = plan_limits(plans, principal.plan)
+    check_capabilities(plan, principal)
+    now = clock.now()
+    start = window_start(now, plan.rate_window_seconds)
+    end = start + timedelta(seconds=plan.rate_window_seconds)
+    window_id = f"{principal.account_id}:{principal.mode}:{int(start.timestamp())}"
+    count = await repo.count_request(window_id, end + WINDOW_GRACE)
+    reset = max(1, math.ceil((end - now).total_seconds()))
+    headers = rate_headers(plan.rate_limit, count, reset)
+    state = request_limits_var.get()
+    if count > plan.rate_limit:
+        headers["Retry-After"] = str(reset)
+    if state is not None:
+        state.headers.update(headers)
+    if count > plan.rate_limit:
+        raise RateLimited(
+            f"Too many requests: the limit is {plan.rate_limit} per "
+            f"{plan.rate_window_seconds} s. Retry after {reset} s.",
+            code="rate_limited",
+        )
+
+
+async def reserve_pass(
+    repo: ApiRepository, plans: dict[str, PlanLimits], clock: Clock, principal: Principal
+) -> None:
+    """Reserve one pass of this month's quota; 402 when it is used up.
+
+    The unit is given back when the request fails (the middleware runs `on_failure` for any
+    status of 400 or more), so only creations that succeed count.
+    """
+    plan = plan_limits(plans, principal.plan)
+    now = clock.now()
+    limit = getattr(plan.monthly_passes, principal.mode)
+    counter_id = f"{principal.account_id}:{principal.mode}:{month_key(now)}"
+    if not await repo.reserve_usage(counter_id, limit, next_month(now) + USAGE_RETENTION):
+        raise BillingError(
+            f"The monthly quota of {limit} {principal.mode}-mode passes of the "
+            f"'{principal.plan}' plan is used up; it resets on {next_month(now):%Y-%m-%d} UTC.",
+            code="quota_exceeded",
+        )
+    state = request_limits_var.get()
+    if state is not None:
+        state.on_failure.append(lambda: repo.release_usage(counter_id))
