@@ -62,8 +62,9 @@ DateStyle = Literal["none", "short", "medium", "long", "full"]
 NumberStyle = Literal["decimal", "percent", "scientific", "spell_out"]
 DataDetector = Literal["phone_number", "link", "address", "calendar_event"]
 
-_HEX_COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
-_FIELD_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+# fullmatch, not match with `$`: `$` also matches before a trailing newline.
+_HEX_COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
+_FIELD_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_EXCEPT_WHITESPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -116,7 +117,7 @@ class DesignField(_Strict):
     @field_validator("key")
     @classmethod
     def _key_shape(cls, value: str) -> str:
-        if not _FIELD_KEY.match(value):
+        if not _FIELD_KEY.fullmatch(value):
             raise ValueError(
                 "must start with a letter and hold only letters, digits and _ (max 64)"
             )
@@ -154,7 +155,7 @@ class Colors(_Strict):
     @field_validator("background", "foreground", "label")
     @classmethod
     def _hex(cls, value: str) -> str:
-        if not _HEX_COLOR.match(value):
+        if not _HEX_COLOR.fullmatch(value):
             raise ValueError("must be a hex color like #1A2B3C")
         return value.upper()
 

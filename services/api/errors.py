@@ -99,8 +99,12 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 404:
             err = NotFound(f"Unrecognized request URL ({request.method} {request.url.path}).")
             return error_response(request, err)
+        if exc.status_code == 400:
+            # FastAPI's own 400, e.g. a body it could not parse: in the interface's shape.
+            return error_response(request, InvalidRequest(str(exc.detail)))
         err = InvalidRequest(str(exc.detail))
-        return JSONResponse(err.envelope(), status_code=exc.status_code)
+        status, body = error_body(request.url.path, err)
+        return JSONResponse(body, status_code=exc.status_code if "error" in body else status)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

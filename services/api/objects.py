@@ -116,7 +116,9 @@ _ERRORS: dict[int, str] = {
     401: "authentication_error",
     403: "authorization_error",
     404: "not_found_error",
+    402: "billing_error",
     409: "idempotency_error",
+    429: "rate_limit_error",
     500: "api_error",
 }
 
@@ -124,6 +126,7 @@ _ERRORS: dict[int, str] = {
 def responses(model: type[BaseModel], *errors: int) -> dict[int | str, dict[str, Any]]:
     """The `responses=` of a route: its success body and the error envelopes it can answer."""
     documented: dict[int | str, dict[str, Any]] = {200: {"model": model}}
-    for status in errors or (400, 401, 403, 404, 500):
+    # Every authenticated operation can be rate limited (docs/plans-and-limits.md).
+    for status in (*(errors or (400, 401, 403, 404, 500)), 429):
         documented[status] = {"model": ErrorEnvelope, "description": _ERRORS[status]}
     return documented

@@ -28,7 +28,7 @@ def _shaper(site_url: str) -> Any:
 @router.post(
     "",
     summary="Issue a pass from a template",
-    responses=responses(PassObject, 400, 401, 403, 404, 409, 500),
+    responses=responses(PassObject, 400, 401, 402, 403, 404, 409, 500),
 )
 async def create_pass(
     ctx: ContextDep,
@@ -37,6 +37,7 @@ async def create_pass(
     body: PassCreate,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
+    await ctx.reserve_pass(principal)
     data = body.model_dump(mode="json")
     return await run_command(
         ctx,

@@ -78,7 +78,11 @@ async def get_template(ctx: ContextDep, principal: PrincipalDep, template_id: st
     return JSONResponse(template_object(record))
 
 
-@router.patch("/{template_id}", summary="Update a template", responses=responses(TemplateObject))
+@router.patch(
+    "/{template_id}",
+    summary="Update a template",
+    responses=responses(TemplateObject, 400, 401, 403, 404, 409, 500),
+)
 async def update_template(
     ctx: ContextDep,
     principal: PrincipalDep,

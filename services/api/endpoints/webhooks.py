@@ -123,7 +123,11 @@ async def get_webhook(ctx: ContextDep, principal: PrincipalDep, webhook_id: str)
     return JSONResponse(webhook_object(await _webhook(ctx, principal, webhook_id)))
 
 
-@router.patch("/{webhook_id}", summary="Update a webhook", responses=responses(WebhookObject))
+@router.patch(
+    "/{webhook_id}",
+    summary="Update a webhook",
+    responses=responses(WebhookObject, 400, 401, 403, 404, 409, 500),
+)
 async def update_webhook(
     ctx: ContextDep,
     principal: PrincipalDep,
