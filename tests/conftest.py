@@ -12,7 +12,7 @@ from tests.support.servers import (
     embedded_mongo,
     embedded_nats,
 )
-from tests.support.stack import Stack, new_stack
+from tests.support.stack import Stack, new_stack, serving
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +41,5 @@ def stack(
 ) -> Iterator[Stack]:
     work_dir: Path = tmp_path_factory.mktemp("stack")
     running = new_stack(nats_url, mongo_url, work_dir)
-    try:
-        running.start()
+    with serving(running):
         yield running
-    finally:
-        running.stop()

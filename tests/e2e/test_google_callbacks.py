@@ -20,7 +20,7 @@ from services.issuer.google.identity import DEV_ISSUER_ID
 from services.issuer.google.objects import object_id
 from tests.support.api import assert_error, create_pass, create_template, wait_for_events
 from tests.support.google_signer import GoogleSigner, now_ms
-from tests.support.stack import Stack, new_stack
+from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -41,11 +41,8 @@ def stack(
         "TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH": str(roots),
         "TESSERA_EVENTS_GOOGLE_ISSUER_ID": DEV_ISSUER_ID,
     }
-    try:
-        running.start()
+    with serving(running):
         yield running
-    finally:
-        running.stop()
 
 
 def _issue(stack: Stack) -> tuple[dict[str, str], str]:

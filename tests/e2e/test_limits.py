@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.api import assert_error, create_template, ok
 from tests.support.inproc_api import InProcessApi, ManualClock, running_api
-from tests.support.stack import Stack, new_stack
+from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
 DAY = 86_400
@@ -41,11 +41,8 @@ def stack(
 ) -> Iterator[Stack]:
     running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("limits-stack"))
     running.extra_env = {"TESSERA_API_PLANS": json.dumps(PLANS)}
-    try:
-        running.start()
+    with serving(running):
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from tests.support.api import (
     wait_for_events,
 )
 from tests.support.fake_google import FakeGoogle, running_fake_google
-from tests.support.stack import Stack, new_stack
+from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
 ISSUER_ID = "3388000000012345678"
@@ -66,11 +66,8 @@ def stack(
         "TESSERA_ISSUER_GOOGLE_API_BASE_URL": fake_google.api_base_url,
         "TESSERA_ISSUER_GOOGLE_TOKEN_URI": fake_google.token_uri,
     }
-    try:
-        running.start()
+    with serving(running):
         yield running
-    finally:
-        running.stop()
 
 
 def _object_of(fake_google: FakeGoogle, pass_id: str) -> str:

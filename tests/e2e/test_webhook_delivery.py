@@ -4,7 +4,6 @@ event filters and "*", disabled webhooks, and test/live separation."""
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +17,7 @@ from shared.messages import PassEventMessage
 from shared.models import Mode, PassSnapshot
 from tests.support.api import create_pass, create_template, ok, wait_for_events
 from tests.support.flows import poll
-from tests.support.receiver import Receiver, running_receiver
+from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 from tests.support.webhooks import (
     body_of,
@@ -31,12 +30,6 @@ from tests.support.webhooks import (
 
 pytestmark = pytest.mark.e2e
 MAPPED = {"created": "pass.issued", "updated": "pass.update_pushed", "voided": "pass.voided"}
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 def _expected_body(event: dict[str, Any], pass_: dict[str, Any]) -> str:

@@ -8,8 +8,8 @@ import pytest
 
 from tests.support.api import create_pass, create_template
 from tests.support.flows import poll
-from tests.support.receiver import Receiver, running_receiver
-from tests.support.stack import Stack, new_stack
+from tests.support.receiver import Receiver
+from tests.support.stack import Stack, new_stack, serving
 from tests.support.webhooks import body_of, create_webhook, deliveries, settled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -26,16 +26,7 @@ def stack(
         # A dead replica's claims are taken over 3 s after it took them.
         "TESSERA_WEBHOOKS_LEASE_SECONDS": "3",
     }
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
+    with serving(running):
         yield running
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.api import create_pass, create_template
-from tests.support.receiver import Receiver, running_receiver
-from tests.support.stack import Stack, new_stack
+from tests.support.receiver import Receiver
+from tests.support.stack import Stack, new_stack, serving
 from tests.support.webhooks import create_webhook, settled
 
 pytestmark = pytest.mark.e2e
@@ -48,16 +48,7 @@ def stack(
         "TESSERA_WEBHOOK_RETRY_SCHEDULE": "0,1",
         "TESSERA_WEBHOOK_TIMEOUT_SECONDS": "1",
     }
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
+    with serving(running):
         yield running
 
 

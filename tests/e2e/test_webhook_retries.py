@@ -11,8 +11,8 @@ import pytest
 
 from tests.support.api import create_pass, create_template, ok
 from tests.support.flows import poll
-from tests.support.receiver import Receiver, running_receiver
-from tests.support.stack import Stack, new_stack
+from tests.support.receiver import Receiver
+from tests.support.stack import Stack, new_stack, serving
 from tests.support.webhooks import body_of, create_webhook, deliveries, settled, verify
 
 pytestmark = pytest.mark.e2e
@@ -28,16 +28,7 @@ def stack(
         "TESSERA_WEBHOOK_RETRY_SCHEDULE": SCHEDULE,
         "TESSERA_WEBHOOK_TIMEOUT_SECONDS": "1",
     }
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
+    with serving(running):
         yield running
 
 

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.stack import Stack, new_stack
+from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -16,11 +16,8 @@ def stack(
 ) -> Iterator[Stack]:
     running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("ssrf-stack"))
     running.extra_env = {"TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "false"}
-    try:
-        running.start()
+    with serving(running):
         yield running
-    finally:
-        running.stop()
 
 
 REFUSED = [

@@ -4,6 +4,8 @@ the four services as real processes. Each test module gets its own nats-server a
 
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,3 +141,13 @@ def new_stack(nats_url: str, mongo_url: str, work_dir: Path) -> Stack:
         work_dir=work_dir,
         api_port=free_port_block(len(SERVICES)),
     )
+
+
+@contextmanager
+def serving(stack: Stack) -> Iterator[Stack]:
+    """Run the stack's services for the block, and stop them whatever happens."""
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
