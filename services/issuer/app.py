@@ -64,6 +64,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         clock,
         relay.notify,
         live_updates.schedule,
+        # Give up before the api stops waiting, so the caller hears why.
+        conflict_budget_seconds=settings.request_timeout_seconds * 0.8,
     )
     handlers.register(conn.broker, service, settings.command_workers)
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import random
 import secrets
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from services.issuer.repository import (
 from services.issuer.validation import check_field_values, check_metadata_dates, validate_design
 from shared.clock import Clock
 from shared.design import Design
-from shared.errors import AuthorizationError, InvalidRequest, not_found
+from shared.errors import AuthorizationError, InternalError, InvalidRequest, not_found
 from shared.ids import new_id, short_slug
 from shared.messages import (
     CreateDownloadLink,
@@ -50,8 +51,9 @@ from shared.pass_events import pass_event
 log = logging.getLogger(__name__)
 
 Apply = Callable[[UnitOfWork], Awaitable[None]]
-# A command that loses a race for the same pass is prepared again from fresh reads.
-COMMAND_ATTEMPTS = 20
+# A command that loses a race for the same pass is prepared again from fresh reads, with a
+# jittered backoff that grows to this cap, until its conflict budget runs out.
+MAX_CONFLICT_BACKOFF_SECONDS = 0.25
 
 
 @dataclass
@@ -71,8 +73,10 @@ class IssuerService:
         clock: Clock,
         on_commit: Callable[[], None],
         push: Callable[[PassEventMessage], None],
+        conflict_budget_seconds: float = 4.0,
     ):
         self._repo = repo
+        self._conflict_budget = conflict_budget_seconds
         self._artifacts = artifacts
         self._identities = artifacts.identities
         self._clock = clock
@@ -80,19 +84,35 @@ class IssuerService:
         self._push = push
 
     async def handle(self, command: IssuerCommand) -> dict[str, Any]:
-        for attempt in range(1, COMMAND_ATTEMPTS + 1):
+        """Run a command, retrying write conflicts until the conflict budget is spent.
+
+        A conflict that outlasts the budget is usually a transaction abandoned by a crashed
+        issuer: the store keeps its locks until the transaction's lifetime limit (60 s on
+        MongoDB). The caller gets a retryable error instead of a wait past its timeout.
+        """
+        deadline = time.monotonic() + self._conflict_budget
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return await self._handle_once(command)
             except (ConcurrentUpdate, OperationFailure) as exc:
                 retryable = isinstance(exc, ConcurrentUpdate) or exc.has_error_label(
                     "TransientTransactionError"
                 )
-                if not retryable or attempt == COMMAND_ATTEMPTS:
+                if not retryable:
                     raise
+                if time.monotonic() >= deadline:
+                    log.warning("command %s still conflicts; giving up", command.command_id)
+                    raise InternalError(
+                        "Another change to the same data is still being resolved; retry in a "
+                        "few seconds with the same Idempotency-Key.",
+                        code="write_conflict",
+                    ) from exc
                 log.info("command %s conflicted; retrying", command.command_id)
                 # Jittered backoff spreads contending writers of one pass apart.
-                await asyncio.sleep(random.uniform(0, 0.005 * attempt))  # noqa: S311
-        raise AssertionError("unreachable")
+                backoff = min(MAX_CONFLICT_BACKOFF_SECONDS, 0.005 * attempt)
+                await asyncio.sleep(random.uniform(0, backoff))  # noqa: S311
 
     async def _handle_once(self, command: IssuerCommand) -> dict[str, Any]:
         stored = await self._repo.processed_result(command.command_id)
