@@ -10,7 +10,9 @@ the first result instead of writing twice. Outcomes:
 - same key while the first request still runs: 409 idempotency_error (code
   `idempotency_request_in_progress`); retry after it finishes;
 - the first request failed with a 5xx or timed out: the lock is released and a retry re-sends
-  the same command, which the owning service answers without a second side effect.
+  the same command, which the owning service answers without a second side effect;
+- the first request was refused before anything ran (402 quota, 429 rate): nothing is stored,
+  so the same key works once the quota or the window allows it.
 Records expire after 24 hours through a TTL index.
 """
 
@@ -30,6 +32,8 @@ from shared.errors import ApiError, IdempotencyConflict, InvalidRequest
 from shared.ids import new_id
 
 MAX_KEY_LENGTH = 255
+# Refusals that say "not now" rather than "not this request": the key stays usable.
+NOT_STORED = frozenset({402, 429})
 Action = Callable[[str], Awaitable[tuple[int, Any]]]
 
 
@@ -124,7 +128,7 @@ async def execute(
     try:
         status, body = await action(command_id)
     except ApiError as exc:
-        if exc.status >= 500:
+        if exc.status >= 500 or exc.status in NOT_STORED:
             await policy.repo.release_idempotency(record_id, policy.clock.now())
             raise
         await policy.repo.finish_idempotency(record_id, exc.status, exc.envelope())

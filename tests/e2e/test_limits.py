@@ -142,6 +142,36 @@ def test_over_the_monthly_quota_is_402_before_any_pass_is_made(
     )
 
 
+def test_replays_cost_no_quota_and_a_refused_key_works_once_the_quota_allows(
+    stack: Stack, replica: InProcessApi
+) -> None:
+    account = stack.new_account("paid")
+    first, second = _clients(stack, replica, account.headers())
+    template = create_template(first)
+    body = {"template_id": template["id"]}
+    original = ok(first.post("/v1/passes", json=body, headers={"Idempotency-Key": "k-1"}))
+    for client in (first, second, first):
+        replay = client.post("/v1/passes", json=body, headers={"Idempotency-Key": "k-1"})
+        assert replay.headers["idempotent-replayed"] == "true"
+        assert replay.json()["id"] == original["id"]
+    # The three replays took nothing: two more passes fit in the quota of three.
+    ok(second.post("/v1/passes", json=body))
+    ok(first.post("/v1/passes", json=body))
+    # Full now, but a replay still answers with the pass it made.
+    replay = second.post("/v1/passes", json=body, headers={"Idempotency-Key": "k-1"})
+    assert (replay.status_code, replay.json()["id"]) == (200, original["id"])
+    refused = first.post("/v1/passes", json=body, headers={"Idempotency-Key": "k-2"})
+    assert_error(refused, 402, "billing_error", code="quota_exceeded")
+    # The 402 was not stored against the key: next month the same request goes through.
+    replica.clock.advance(32 * DAY)
+    try:
+        made = second.post("/v1/passes", json=body, headers={"Idempotency-Key": "k-2"})
+        assert made.status_code == 200, made.text
+        assert "idempotent-replayed" not in made.headers
+    finally:
+        replica.clock.advance(-32 * DAY)
+
+
 def test_a_capability_the_plan_lacks_is_403_on_both_replicas(
     stack: Stack, replica: InProcessApi
 ) -> None:

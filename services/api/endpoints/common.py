@@ -1,6 +1,6 @@
 """Pieces every v1 endpoint uses: running a command idempotently, list paging, id checks."""
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
@@ -27,12 +27,17 @@ async def run_command(
     command_type: type[CommandT],
     fields: dict[str, Any],
     shape: Callable[[dict[str, Any]], dict[str, Any]],
+    admit: Callable[[], Awaitable[None]] | None = None,
 ) -> JSONResponse:
     """Send a `command_type` command with `fields` to the issuer, under the idempotency rules.
 
-    `body` is what the request fingerprint is computed from (the validated request body)."""
+    `body` is what the request fingerprint is computed from (the validated request body).
+    `admit` (the pass quota) runs only when the command really runs, so a replay of a stored
+    result costs nothing."""
 
     async def action(command_id: str) -> tuple[int, Any]:
+        if admit is not None:
+            await admit()
         command = command_type(
             command_id=command_id,
             account_id=principal.account_id,

@@ -37,7 +37,6 @@ async def create_pass(
     body: PassCreate,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    await ctx.reserve_pass(principal)
     data = body.model_dump(mode="json")
     return await run_command(
         ctx,
@@ -48,6 +47,7 @@ async def create_pass(
         CreatePass,
         data,
         _shaper(ctx.settings.site_url),
+        admit=lambda: ctx.reserve_pass(principal),
     )
 
 
