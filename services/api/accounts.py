@@ -12,14 +12,12 @@ from typing import Any, Literal
 
 from services.api.repository import ApiRepository
 from shared.clock import Clock, iso
-from shared.errors import AuthenticationError, AuthorizationError, not_found
+from shared.errors import AuthenticationError, not_found
 from shared.ids import new_id
 
 Mode = Literal["test", "live"]
 Plan = Literal["free", "paid"]
 KEY_PREFIXES: dict[Mode, str] = {"test": "svc_test_", "live": "svc_live_"}
-# Which plans may use live keys (spec 5: live keys require a paid plan).
-LIVE_PLANS: frozenset[str] = frozenset({"paid"})
 
 
 @dataclass(frozen=True)
@@ -102,9 +100,6 @@ async def authenticate(repo: ApiRepository, presented: str | None) -> Principal:
     account = await repo.account(doc["account_id"])
     if account is None:
         raise AuthenticationError("Invalid API key provided.", code="invalid_api_key")
-    if mode == "live" and account["plan"] not in LIVE_PLANS:
-        raise AuthorizationError(
-            "Live keys require a paid plan; use a test key or upgrade the plan.",
-            code="live_mode_requires_paid_plan",
-        )
+    # Whether the plan allows live keys is the plan table's `live_keys` (limits.py), checked
+    # with the rate limit on every authenticated request.
     return Principal(account_id=account["_id"], mode=mode, plan=account["plan"], key_id=doc["_id"])

@@ -185,6 +185,18 @@ def test_a_capability_the_plan_lacks_is_403_on_both_replicas(
         )
 
 
+def test_live_keys_follow_the_plan_table(stack: Stack) -> None:
+    account = stack.new_account("free")
+    generous = {**PLANS, "free": {**PLANS["free"], "live_keys": True}}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TESSERA_API_PLANS", json.dumps(generous))
+        with (
+            running_api(stack, ManualClock()) as api,
+            httpx2.Client(base_url=api.base_url, headers=account.headers("live")) as client,
+        ):
+            ok(client.get("/v1/templates"))
+
+
 def test_every_authenticated_response_has_ratelimit_headers(
     stack: Stack, replica: InProcessApi
 ) -> None:
