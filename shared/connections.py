@@ -20,6 +20,7 @@ class Connections:
     mongo: MongoClient
     db: Database
     broker: NatsBroker
+    stream_replicas: int = 1
 
     async def ping_mongo(self) -> None:
         await self.db.command("ping")
@@ -32,7 +33,10 @@ class Connections:
 def open_connections(settings: ServiceSettings) -> Connections:
     mongo = create_client(settings.mongodb_url)
     return Connections(
-        mongo=mongo, db=mongo[settings.mongodb_database], broker=create_broker(settings.nats_url)
+        mongo=mongo,
+        db=mongo[settings.mongodb_database],
+        broker=create_broker(settings.nats_url),
+        stream_replicas=settings.events_stream_replicas,
     )
 
 
@@ -41,7 +45,7 @@ async def running(connections: Connections) -> AsyncIterator[Connections]:
     """Start the broker (with the subscribers registered on it) and close both at the end."""
     await connections.broker.connect()
     # Every service declares the stream before its consumers start, whatever the start order.
-    await ensure_events_stream(connections.broker)
+    await ensure_events_stream(connections.broker, connections.stream_replicas)
     await connections.broker.start()
     try:
         yield connections

@@ -15,15 +15,17 @@ account_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 
 class JsonFormatter(logging.Formatter):
-    def __init__(self, service: str):
+    def __init__(self, service: str, replica: str | None = None):
         super().__init__()
         self._service = service
+        self._replica = replica
 
     def format(self, record: logging.LogRecord) -> str:
         line = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "service": self._service,
+            **({"replica": self._replica} if self._replica else {}),
             "logger": record.name,
             "msg": record.getMessage(),
         }
@@ -36,9 +38,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line)
 
 
-def configure_logging(service: str, level: str) -> None:
+def configure_logging(service: str, level: str, replica: str | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter(service))
+    handler.setFormatter(JsonFormatter(service, replica))
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(level.upper())

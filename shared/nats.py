@@ -15,6 +15,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 from pydantic import BaseModel, ValidationError
+from pymongo.errors import ConnectionFailure
 
 from shared.errors import ApiError, InternalError, error_from_wire
 from shared.messages import (
@@ -37,12 +38,16 @@ EVENTS_RETENTION = timedelta(days=30)
 
 
 def create_broker(url: str) -> NatsBroker:
-    return NatsBroker(url, logger=None, max_reconnect_attempts=-1, reconnect_time_wait=1)
+    """`url` may list the nodes of a cluster, comma-separated (docs/scaling.md)."""
+    servers = [part.strip() for part in url.split(",") if part.strip()]
+    return NatsBroker(servers, logger=None, max_reconnect_attempts=-1, reconnect_time_wait=1)
 
 
-def events_stream_config() -> StreamConfig:
+def events_stream_config(replicas: int = 1) -> StreamConfig:
+    """`replicas`: the copies a NATS cluster keeps (TESSERA_EVENTS_STREAM_REPLICAS)."""
     return StreamConfig(
         name=EVENTS_STREAM,
+        num_replicas=replicas,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW.total_seconds(),
@@ -92,6 +97,14 @@ async def reply_to_command(
     except ValidationError as exc:
         log.error("malformed command: %s", exc.errors(include_input=False))
         error = InternalError("Malformed internal command.")
+    except ConnectionFailure as exc:
+        # MongoDB unreachable (restarting, or the connection dropped mid-command): whatever
+        # committed is in processed_commands, so a retry with the same key is safe.
+        log.warning("command failed, MongoDB unavailable: %s", exc)
+        error = InternalError(
+            "The database is unavailable; retry shortly with the same Idempotency-Key.",
+            code="service_unavailable",
+        )
     except Exception:
         log.exception("command failed")
         error = InternalError("An internal error occurred.")
@@ -105,10 +118,13 @@ async def reply_to_command(
     return CommandFailed(error=wire).model_dump_json().encode()
 
 
-async def ensure_events_stream(broker: NatsBroker) -> None:
-    """Create the events stream, or bring an existing one to the current config."""
+async def ensure_events_stream(broker: NatsBroker, replicas: int = 1) -> None:
+    """Create the events stream, or bring an existing one to the current config.
+
+    Every replica of every service runs this at start, at once: creating a stream that exists
+    with the same config succeeds, so the race is harmless."""
     js = broker.connection.jetstream()
-    config = events_stream_config()
+    config = events_stream_config(replicas)
     try:
         await js.add_stream(config=config)
     except BadRequestError:

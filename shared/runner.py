@@ -1,11 +1,77 @@
-"""Runs one service's app under uvicorn: `python -m services.<name>`."""
+"""Runs one service's app under uvicorn: `python -m services.<name>`.
+
+The listening sockets are made here rather than by uvicorn, so several replicas of a service can
+share its port: with TESSERA_REUSE_PORT each binds it with SO_REUSEPORT (Linux spreads new
+connections across them), and with TESSERA_REPLICA_PORT each also listens on a port of its own,
+serving the same app, so one replica's /readyz and /metrics can be reached (docs/scaling.md).
+Without either setting there is one plain socket, as uvicorn would make.
+"""
+
+import logging
+import socket
+import sys
 
 import uvicorn
 from fastapi import FastAPI
 
 from shared.logs import configure_logging
+from shared.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+# uvicorn's exit code when the app's startup failed.
+STARTUP_FAILURE = 3
 
 
-def serve(service: str, app: FastAPI, host: str, port: int, log_level: str) -> None:
-    configure_logging(service, log_level)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A bound TCP socket, not yet listening: it joins the port's SO_REUSEPORT group, and so
+    receives connections, only once the server listens on it, after the app has started."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def listening_sockets(settings: ServiceSettings, port: int) -> list[socket.socket]:
+    sockets = [bind(settings.host, port, reuse_port=settings.reuse_port)]
+    if settings.replica_port is not None:
+        try:
+            sockets.append(bind(settings.host, settings.replica_port))
+        except OSError:
+            sockets[0].close()
+            raise
+    return sockets
+
+
+def serve(service: str, app: FastAPI, settings: ServiceSettings, port: int) -> None:
+    configure_logging(service, settings.log_level, settings.replica)
+    try:
+        sockets = listening_sockets(settings, port)
+    except OSError as exc:
+        log.error("cannot listen on %s: %s", settings.host, exc)
+        sys.exit(STARTUP_FAILURE)
+    log.info("listening on %s", _described(settings, port))
+    config = uvicorn.Config(
+        app, host=settings.host, port=port, log_config=None, access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
+
+
+def _described(settings: ServiceSettings, port: int) -> str:
+    where = f"{settings.host}:{port}" + (" (shared, SO_REUSEPORT)" if settings.reuse_port else "")
+    if settings.replica_port is not None:
+        where += f" and {settings.host}:{settings.replica_port} (this replica's own)"
+    return where

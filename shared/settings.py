@@ -38,6 +38,17 @@ class ServiceSettings(BaseSettings):
     request_timeout_seconds: float = Field(
         5.0, gt=0, validation_alias=_common("REQUEST_TIMEOUT_SECONDS")
     )
+    # Several replicas of one service on one host (docs/scaling.md): each binds the service's
+    # port with SO_REUSEPORT, so the kernel spreads connections, and also listens on a port of
+    # its own, so its /readyz and /metrics can be reached one replica at a time.
+    reuse_port: bool = Field(False, validation_alias=_common("REUSE_PORT"))
+    replica_port: int | None = Field(None, ge=1, le=65535, validation_alias=_common("REPLICA_PORT"))
+    # The replica's name (e.g. "issuer-2"), added to its log lines.
+    replica: str | None = Field(None, validation_alias=_common("REPLICA"))
+    # Copies of the events stream kept by a NATS cluster (3 in production; 1 on a single server).
+    events_stream_replicas: int = Field(
+        1, ge=1, le=5, validation_alias=_common("EVENTS_STREAM_REPLICAS")
+    )
 
     @field_validator("base_url", "site_url", "wallet_url")
     @classmethod

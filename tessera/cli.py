@@ -35,6 +35,13 @@ async def _create_account(mongo_url: str, name: str, plan: str) -> dict[str, obj
         await client.close()
 
 
+def _at_least_one(value: str) -> int:
+    count = int(value)
+    if count < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return count
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tessera")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -42,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     up_cmd.add_argument("--data-dir", type=Path, default=Path(".tessera"))
     up_cmd.add_argument("--host", default="127.0.0.1")
     up_cmd.add_argument("--port", type=int, default=8000)
+    up_cmd.add_argument(
+        "--replicas",
+        type=_at_least_one,
+        default=1,
+        help="processes of each service, sharing its port (SO_REUSEPORT; Linux)",
+    )
     accounts = commands.add_parser("accounts", help="manage accounts")
     account_cmds = accounts.add_subparsers(dest="action", required=True)
     create = account_cmds.add_parser("create", help="create an account and print its keys")
@@ -50,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--data-dir", type=Path, default=Path(".tessera"))
     args = parser.parse_args(argv)
     if args.command == "up":
-        return up(args.data_dir, args.host, args.port)
+        return up(args.data_dir, args.host, args.port, args.replicas)
     created = asyncio.run(_create_account(_mongo_url(args.data_dir), args.name, args.plan))
     json.dump(created, sys.stdout, indent=2)
     sys.stdout.write("\n")

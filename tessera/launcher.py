@@ -3,9 +3,11 @@
 Starts nats-server (JetStream, store under DIR/nats) and secantusd-py (data under DIR/mongo)
 unless TESSERA_NATS_URL / TESSERA_MONGODB_URL point elsewhere, then the four services. When all
 answer /readyz it writes DIR/ready.json and prints a banner with a development test key.
-A service that dies is restarted (at most MAX_RESTARTS times in RESTART_WINDOW seconds, then the
-stack stops); if nats-server or secantusd-py dies, the stack stops. SIGINT/SIGTERM stop every
-child within 10 seconds and remove ready.json.
+With `--replicas N` every service runs N processes sharing its port (SO_REUSEPORT), each also
+on a port of its own (`tessera.processes.Replica`), as docs/scaling.md describes.
+A service process that dies is restarted on its own (at most MAX_RESTARTS times in
+RESTART_WINDOW seconds, then the stack stops); if nats-server or secantusd-py dies, the stack
+stops. SIGINT/SIGTERM stop every child within 10 seconds and remove ready.json.
 """
 
 import asyncio
@@ -24,10 +26,14 @@ from tessera.processes import (
     PORT_OFFSETS,
     SERVICES,
     Child,
+    Replica,
     base_env,
     free_port,
     mongo_argv,
     nats_argv,
+    port_free,
+    ports_needed,
+    replicas_of,
     service_argv,
     stop_all,
     wait_ready,
@@ -80,7 +86,20 @@ def webhooks_key(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
-def up(data_dir: Path, host: str, port: int) -> int:
+def _replicas(host: str, port: int, count: int) -> list[Replica]:
+    replicas = [r for name in SERVICES for r in replicas_of(name, count, port)]
+    if count > 1:
+        # A replica that cannot bind its own port would exit and be restarted in a loop.
+        busy = [r.port(port) for r in replicas if not port_free(r.port(port), host)]
+        if busy:
+            raise RuntimeError(
+                f"--replicas {count} needs ports {port}-{port + ports_needed(count) - 1}; "
+                f"in use: {', '.join(map(str, busy))}"
+            )
+    return replicas
+
+
+def up(data_dir: Path, host: str, port: int, replicas: int = 1) -> int:
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     ready_file = data_dir / "ready.json"
@@ -93,6 +112,7 @@ def up(data_dir: Path, host: str, port: int) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     try:
         deadline = time.monotonic() + START_TIMEOUT
+        members = _replicas(host, port, replicas)
         nats_url = env.get("TESSERA_NATS_URL")
         if not nats_url:
             nats_port = free_port(host)
@@ -120,11 +140,14 @@ def up(data_dir: Path, host: str, port: int) -> int:
             )
             wait_tcp(host, port_, deadline)
         stack_env = _stack_env(data_dir, host, port, nats_url, mongo_url)
-        services = [Child(n, service_argv(n), stack_env, logs / f"{n}.log") for n in SERVICES]
+        services = [
+            Child(r.name, service_argv(r.service), stack_env | r.env(), logs / f"{r.name}.log")
+            for r in members
+        ]
         for child in services:
             child.start()
-        for child in services:
-            wait_ready(f"http://{host}:{port + PORT_OFFSETS[child.name]}/readyz", deadline, child)
+        for member, child in zip(members, services, strict=True):
+            wait_ready(f"http://{host}:{member.port(port)}/readyz", deadline, child)
         account = asyncio.run(ensure_dev_account(data_dir, mongo_url, stack_env))
         ready = {
             "base_url": stack_env["TESSERA_BASE_URL"],
@@ -134,7 +157,7 @@ def up(data_dir: Path, host: str, port: int) -> int:
             "mongodb_url": mongo_url,
         }
         ready_file.write_text(json.dumps(ready, indent=2) + "\n")
-        _banner(ready, account, data_dir)
+        _banner(ready, account, data_dir, members, port)
         return _supervise(infra, services)
     except Stop as stop:
         _say(f"{stop} received; stopping")
@@ -174,7 +197,13 @@ def _supervise(infra: list[Child], services: list[Child]) -> int:
             child.start()
 
 
-def _banner(ready: dict[str, str], account: dict[str, str], data_dir: Path) -> None:
+def _banner(
+    ready: dict[str, str],
+    account: dict[str, str],
+    data_dir: Path,
+    members: list[Replica],
+    port: int,
+) -> None:
     lines = [
         "",
         "Tessera is up.",
@@ -184,6 +213,7 @@ def _banner(ready: dict[str, str], account: dict[str, str], data_dir: Path) -> N
         f"  NATS           {ready['nats_url']}",
         f"  MongoDB        {ready['mongodb_url']}",
         f"  Data and logs  {data_dir}",
+        *_replica_lines(members, port),
         "",
         f"  Development account {account['account_id']} (plan: free)",
         f"  Test API key:  {account['test_key']}",
@@ -196,3 +226,14 @@ def _banner(ready: dict[str, str], account: dict[str, str], data_dir: Path) -> N
     ]
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
+
+
+def _replica_lines(members: list[Replica], port: int) -> list[str]:
+    """Which process answers where, when services run several replicas."""
+    if all(member.own_port is None for member in members):
+        return []
+    lines = ["", "  Replicas (each shares its service's port, and has its own for /readyz)"]
+    for name in SERVICES:
+        own = ", ".join(f"{m.name} :{m.port(port)}" for m in members if m.service == name)
+        lines.append(f"  {name:<14} :{port + PORT_OFFSETS[name]}  <- {own}")
+    return lines

@@ -20,6 +20,50 @@ SERVICES = ("api", "events", "issuer", "webhooks")
 PORT_OFFSETS = {"api": 0, "events": 1, "issuer": 2, "webhooks": 3}
 
 
+@dataclass(frozen=True)
+class Replica:
+    """One process of a service. With several replicas of each service, replica `index` (from
+    1) of a service listens on the service's port (shared, SO_REUSEPORT) and on its own port
+    `api_port + len(SERVICES) * index + PORT_OFFSETS[service]`: the block after the public
+    ports, one group of four per replica index."""
+
+    service: str
+    index: int
+    own_port: int | None  # None: a single replica, on the service's port alone
+
+    @property
+    def name(self) -> str:
+        return self.service if self.index == 1 else f"{self.service}-{self.index}"
+
+    def port(self, api_port: int) -> int:
+        """The port that reaches this process alone."""
+        return self.own_port or api_port + PORT_OFFSETS[self.service]
+
+    def env(self) -> dict[str, str]:
+        """The variables that make this process a replica (none for a single one)."""
+        if self.own_port is None:
+            return {}
+        return {
+            "TESSERA_REUSE_PORT": "true",
+            "TESSERA_REPLICA_PORT": str(self.own_port),
+            "TESSERA_REPLICA": self.name,
+        }
+
+
+def replicas_of(service: str, count: int, api_port: int) -> list[Replica]:
+    if count == 1:
+        return [Replica(service, 1, None)]
+    return [
+        Replica(service, i, api_port + len(SERVICES) * i + PORT_OFFSETS[service])
+        for i in range(1, count + 1)
+    ]
+
+
+def ports_needed(replicas: int) -> int:
+    """Consecutive ports from the api port: the public ones, and each replica's own."""
+    return len(SERVICES) * (replicas + 1 if replicas > 1 else 1)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))

@@ -125,6 +125,16 @@ def test_backing_services() -> None:
         assert f"replicaSet={replica_set}" in _service_env(name)["TESSERA_MONGODB_URL"]
 
 
+def test_scale_out_example() -> None:
+    """Background services run replicated; a replicated service cannot publish a fixed port."""
+    services = _compose()
+    for name in ("issuer", "webhooks"):
+        assert services[name]["deploy"]["replicas"] >= 2
+    for name, service in services.items():
+        if service.get("deploy", {}).get("replicas", 1) > 1:
+            assert not service.get("ports"), f"{name} publishes a port but runs replicated"
+
+
 def test_image_runs_as_non_root() -> None:
     users = re.findall(r"^USER\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
     assert users, "the Dockerfile never switches away from root"

@@ -3,4 +3,4 @@ from services.api.config import ApiSettings
 from shared.runner import serve
 
 settings = ApiSettings()
-serve("api", create_app(settings), settings.host, settings.port, settings.log_level)
+serve("api", create_app(settings), settings, settings.port)

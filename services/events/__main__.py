@@ -3,4 +3,4 @@ from services.events.config import EventsSettings
 from shared.runner import serve
 
 settings = EventsSettings()
-serve("events", create_app(settings), settings.host, settings.port, settings.log_level)
+serve("events", create_app(settings), settings, settings.port)

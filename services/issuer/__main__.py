@@ -3,4 +3,4 @@ from services.issuer.config import IssuerSettings
 from shared.runner import serve
 
 settings = IssuerSettings()
-serve("issuer", create_app(settings), settings.host, settings.port, settings.log_level)
+serve("issuer", create_app(settings), settings, settings.port)

@@ -3,4 +3,4 @@ from services.webhooks.config import WebhooksSettings
 from shared.runner import serve
 
 settings = WebhooksSettings()
-serve("webhooks", create_app(settings), settings.host, settings.port, settings.log_level)
+serve("webhooks", create_app(settings), settings, settings.port)

@@ -24,6 +24,8 @@ class WebhookRepository:
         scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
         await self.webhooks.create_index([*scope, ("_id", DESCENDING)])
         await self.webhooks.create_index([*scope, ("enabled", ASCENDING)])
+        # One webhook per create command, even when two replicas run a replay of it at once.
+        await self.webhooks.create_index("command_id", unique=True, sparse=True)
         # One delivery per (webhook, event): a redelivered event creates nothing new.
         await self.deliveries.create_index(
             [("webhook_id", ASCENDING), ("event_id", ASCENDING)], unique=True
@@ -34,8 +36,20 @@ class WebhookRepository:
 
     # -- subscriptions -------------------------------------------------------------------------
 
-    async def insert(self, record: WebhookRecord) -> None:
-        await self.webhooks.insert_one(record.to_document())
+    async def insert(self, record: WebhookRecord, command_id: str | None = None) -> bool:
+        """False when the same create command inserted its webhook first (a concurrent replay)."""
+        document = record.to_document()
+        if command_id is not None:
+            document["command_id"] = command_id
+        try:
+            await self.webhooks.insert_one(document)
+        except DuplicateKeyError:
+            return False
+        return True
+
+    async def by_command(self, command_id: str) -> WebhookRecord | None:
+        doc = await self.webhooks.find_one({"command_id": command_id})
+        return None if doc is None else WebhookRecord.model_validate(doc)
 
     async def get(self, account_id: str, mode: str, webhook_id: str) -> WebhookRecord | None:
         doc = await self.webhooks.find_one(

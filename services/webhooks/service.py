@@ -84,7 +84,13 @@ class WebhookService:
                 "updated_at": now,
             }
         )
-        await self._repo.insert(record)
+        if not await self._repo.insert(record, cmd.command_id):
+            # A replay of this command on another replica created the webhook first (the api
+            # re-sends a command whose reply timed out): that one is the answer, not a second.
+            first = await self._repo.by_command(cmd.command_id)
+            if first is None:  # deleted since: nothing to answer with but an internal error
+                raise RuntimeError(f"webhook of command {cmd.command_id} vanished")
+            record, secret = first, self._box.open(first.secret_encrypted)
         return {**_public(record), "secret": secret, "secret_shown": True}
 
     async def _existing(self, cmd: UpdateWebhook | DeleteWebhook) -> WebhookRecord:

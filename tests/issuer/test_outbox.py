@@ -1,6 +1,7 @@
 """The outbox relay publishes what was committed, once, even when asked to send it twice; a
 held event waits for its release, or for its hold to run out (then marked push_interrupted)."""
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -157,3 +158,35 @@ async def test_a_hold_that_runs_out_publishes_the_event_marked_interrupted(
         await broker.stop()
     published = await _published(nats_url, event.id)
     assert published.metadata == {"stage": "pushed", "push_interrupted": True}
+
+
+async def test_two_replicas_draining_one_outbox_publish_each_event_once(
+    mongo_url: str, nats_url: str
+) -> None:
+    """Every issuer replica runs a relay over the same outbox: they race for the same batches,
+    and JetStream's duplicate window (the event id is the Nats-Msg-Id) keeps one copy of each."""
+    client = create_client(mongo_url)
+    db = client[f"t_{secrets.token_hex(6)}"]
+    repo = IssuerRepository(client, db)
+    brokers = [create_broker(nats_url) for _ in range(2)]
+    for broker in brokers:
+        await broker.connect()
+    await ensure_events_stream(brokers[0])
+    before = (await _stream(nats_url)).state.messages
+    now = datetime.now(UTC)
+    try:
+        async with repo.unit_of_work() as uow:
+            for _ in range(120):
+                await uow.add_outbox(
+                    new_id("pass_event"), "tessera.events.pass.created", b"{}", now
+                )
+        relays = [OutboxRelay(repo, broker, poll_seconds=60) for broker in brokers]
+        sent = await asyncio.gather(*(relay.drain() for relay in relays))
+        assert sum(sent) >= 120  # both may send a batch; JetStream keeps the first copy
+        assert await repo.outbox_batch(now) == []
+        assert (await _stream(nats_url)).state.messages == before + 120
+    finally:
+        for broker in brokers:
+            await broker.stop()
+        await client.drop_database(db.name)
+        await client.close()

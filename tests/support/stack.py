@@ -1,7 +1,12 @@
 """The whole Tessera stack for end-to-end tests: real nats-server, real MongoDB-wire store,
 the four services as real processes. Each test module gets its own nats-server and database.
+
+Each service runs `replicas` processes (TESSERA_TEST_REPLICAS, default 2), sharing the service's
+port with SO_REUSEPORT and each on a port of its own, as `tessera up --replicas` runs them, so
+every end-to-end test runs against several replicas of every service.
 """
 
+import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -17,15 +22,23 @@ from tessera.processes import (
     PORT_OFFSETS,
     SERVICES,
     Child,
+    Replica,
     base_env,
     free_port,
     free_port_block,
+    ports_needed,
+    replicas_of,
     service_argv,
     stop_all,
     wait_ready,
 )
 
 START_TIMEOUT = 60.0
+
+
+def replicas_from_env() -> int:
+    """Processes per service in end-to-end stacks: TESSERA_TEST_REPLICAS, default 2."""
+    return int(os.environ.get("TESSERA_TEST_REPLICAS", "2"))
 
 
 @dataclass
@@ -50,6 +63,7 @@ class Stack:
     webhooks_key: str = field(default_factory=lambda: Fernet.generate_key().decode())
     api_port: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
+    replicas: int = 1
     children: dict[str, Child] = field(default_factory=dict)
 
     @property
@@ -84,20 +98,43 @@ class Stack:
             env[f"TESSERA_{name.upper()}_PORT"] = str(self.api_port + PORT_OFFSETS[name])
         return env | self.extra_env
 
+    def members(self, service: str) -> list[Replica]:
+        """The replicas `start` runs of a service."""
+        return replicas_of(service, self.replicas, self.api_port)
+
+    def replica_names(self, service: str) -> list[str]:
+        """Its process names ("issuer", "issuer-2", ...), also the names of their log files."""
+        return [member.name for member in self.members(service)]
+
+    def log_text(self, service: str) -> str:
+        """The logs of every replica of a service, one after the other."""
+        logs = self.work_dir / "logs"
+        return "".join(
+            (logs / f"{name}.log").read_text()
+            for name in self.replica_names(service)
+            if (logs / f"{name}.log").exists()
+        )
+
     def start(self, *names: str) -> None:
+        """Start every replica of the named services (all services by default)."""
         env = self.env()
+        started: list[tuple[Replica, Child]] = []
         for name in names or SERVICES:
-            child = Child(name, service_argv(name), env, self.work_dir / "logs" / f"{name}.log")
-            child.start()
-            self.children[name] = child
+            for member in self.members(name):
+                log_path = self.work_dir / "logs" / f"{member.name}.log"
+                child = Child(member.name, service_argv(name), env | member.env(), log_path)
+                child.start()
+                self.children[member.name] = child
+                started.append((member, child))
         deadline = time.monotonic() + START_TIMEOUT
-        for name in names or SERVICES:
-            port = self.api_port + PORT_OFFSETS[name]
-            wait_ready(f"http://{self.host}:{port}/readyz", deadline, self.children[name])
+        for member, child in started:
+            port = member.port(self.api_port)
+            wait_ready(f"http://{self.host}:{port}/readyz", deadline, child)
 
     def start_replica(self, name: str, replica: str) -> None:
         """Start one more process of service `name` on a free port, known as `replica` (for
         `kill` and `stop`), to run several replicas of a service against the same stores."""
+        assert replica not in self.children, f"{replica} is already a process of this stack"
         port = free_port(self.host)
         env = self.env() | {f"TESSERA_{name.upper()}_PORT": str(port)}
         child = Child(replica, service_argv(name), env, self.work_dir / "logs" / f"{replica}.log")
@@ -107,10 +144,12 @@ class Stack:
         wait_ready(f"http://{self.host}:{port}/readyz", deadline, child)
 
     def kill(self, name: str) -> None:
-        """SIGKILL a service, as a crash would."""
-        child = self.children[name]
-        child.kill()
-        child.wait(5.0)
+        """SIGKILL a service (every replica of it) or one named process, as a crash would."""
+        targets = self.replica_names(name) if name in SERVICES else [name]
+        for target in targets:
+            self.children[target].kill()
+        for target in targets:
+            self.children[target].wait(5.0)
 
     def stop(self) -> None:
         stop_all(list(self.children.values()))
@@ -133,13 +172,16 @@ class Stack:
         return Account(body["id"], body["api_keys"]["test"], body["api_keys"]["live"])
 
 
-def new_stack(nats_url: str, mongo_url: str, work_dir: Path) -> Stack:
+def new_stack(nats_url: str, mongo_url: str, work_dir: Path, replicas: int | None = None) -> Stack:
+    """A stack on free ports; `replicas` processes per service (default: replicas_from_env())."""
+    count = replicas_from_env() if replicas is None else replicas
     return Stack(
         nats_url=nats_url,
         mongo_url=mongo_url,
         database=f"t_{secrets.token_hex(6)}",
         work_dir=work_dir,
-        api_port=free_port_block(len(SERVICES)),
+        api_port=free_port_block(ports_needed(count)),
+        replicas=count,
     )
 
 

@@ -12,19 +12,19 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tessera.processes import PORT_OFFSETS, free_port_block
+from tessera.processes import PORT_OFFSETS, SERVICES, free_port_block, ports_needed, replicas_of
 from tests.support.flows import TEMPLATE_BODY, poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 READY_KEYS = {"base_url", "site_url", "wallet_url", "nats_url", "mongodb_url"}
 
 
-def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _start(data_dir: Path, port: int, log: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tessera.cli", "up", "--data-dir", str(data_dir),
-             "--port", str(port)],
+             "--port", str(port), *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -46,8 +46,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> float:
     return time.monotonic() - started
 
 
-def _pid_of(service: str, port: int) -> int:
-    """The pid of `python -m services.<service>` listening on `port` (Linux /proc)."""
+def _pid_of(service: str, port: int, variable: str = "") -> int:
+    """The pid of `python -m services.<service>` listening on `port` (Linux /proc): the one
+    whose TESSERA_<SERVICE>_PORT is `port`, or whose `variable` (TESSERA_REPLICA_PORT) is."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -56,10 +57,17 @@ def _pid_of(service: str, port: int) -> int:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        wanted = f"TESSERA_{service.upper()}_PORT={port}".encode()
+        wanted = f"{variable or f'TESSERA_{service.upper()}_PORT'}={port}".encode()
         if f"services.{service}".encode() in cmdline and wanted in environ.split(b"\0"):
             return int(entry.name)
     raise AssertionError(f"no {service} process on port {port}")
+
+
+def _ready(port: int) -> bool:
+    try:
+        return httpx2.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
+    except httpx2.HTTPError:
+        return False
 
 
 def test_up_runs_restarts_stops_and_keeps_data(tmp_path: Path) -> None:
@@ -99,6 +107,43 @@ def test_up_runs_restarts_stops_and_keeps_data(tmp_path: Path) -> None:
         with httpx2.Client(base_url=ready["base_url"], headers=headers, timeout=30) as client:
             fetched = client.get(f"/v1/templates/{created.json()['id']}")
             assert fetched.status_code == 200
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+
+
+def test_up_with_two_replicas_runs_eight_processes_and_restarts_each(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "up.log"
+    port = free_port_block(ports_needed(2))
+    proc = _start(data_dir, port, log, "--replicas", "2")
+    try:
+        ready = _wait_ready(data_dir, proc)
+        members = [member for name in SERVICES for member in replicas_of(name, 2, port)]
+        assert len({member.port(port) for member in members}) == 8
+        banner = log.read_text()
+        for member in members:
+            assert f"{member.name} :{member.port(port)}" in banner, banner
+            readyz = httpx2.get(f"http://127.0.0.1:{member.port(port)}/readyz")
+            assert readyz.status_code == 200, member.name
+        key = re.search(r"Test API key:\s+(svc_test_\S+)", banner)
+        assert key is not None, banner
+        headers = {"Authorization": f"Bearer {key.group(1)}"}
+        with httpx2.Client(base_url=ready["base_url"], headers=headers, timeout=30) as client:
+            template = client.post("/v1/templates", json=TEMPLATE_BODY)
+            assert template.status_code == 200, template.text
+            issued = client.post("/v1/passes", json={"template_id": template.json()["id"]})
+            assert issued.status_code == 200, issued.text
+
+            # One replica dies: the launcher restarts that one, and the other keeps serving.
+            second = next(m for m in members if m.name == "issuer-2")
+            os.kill(_pid_of("issuer", second.port(port), "TESSERA_REPLICA_PORT"), signal.SIGKILL)
+            poll(lambda: "issuer-2 exited" in log.read_text(), bool)
+            assert "issuer exited" not in log.read_text()
+            poll(lambda: _ready(second.port(port)), bool, timeout=60)
+            issued = client.post("/v1/passes", json={"template_id": template.json()["id"]})
+            assert issued.status_code == 200, issued.text
+        assert _stop(proc) < 10
+        assert proc.returncode == 0
     finally:
         if proc.poll() is None:
             _stop(proc)
