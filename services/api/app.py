@@ -32,6 +32,7 @@ from services.webhooks.repository import WebhookReads
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
+from shared.metrics import instrument
 
 DESCRIPTION = """Issue Apple Wallet and Google Wallet passes from templates.
 
@@ -80,6 +81,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     errors.install(app)
     openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    instrument(app, "api")
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
     routers = (
         templates,

@@ -13,6 +13,8 @@ from services.events.repository import EventsRepository
 from services.events.wallet_endpoints import apple_wallet, apple_wallet_router
 from shared.connections import open_connections, running
 from shared.health import health_router
+from shared.messages import EVENTS_CONSUMER
+from shared.metrics import consumer_pending, instrument
 
 
 def create_app(settings: EventsSettings | None = None) -> FastAPI:
@@ -31,6 +33,7 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="Tessera events", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
+    instrument(app, "events", refresh=[consumer_pending(conn.broker, EVENTS_CONSUMER)])
     app.include_router(google_callbacks_router(settings, conn))
     app.include_router(apple_wallet_router(wallet))
     return app

@@ -48,6 +48,15 @@ class PushResult:
     def unregistered(self) -> bool:
         return self.status == 410
 
+    @property
+    def outcome(self) -> str:
+        """The result label of tessera_apns_pushes_total."""
+        if self.delivered:
+            return "success"
+        if self.unregistered:
+            return "unregistered"
+        return "error" if self.status is None else "rejected"
+
 
 class ProviderToken:
     """The `authorization: bearer <jwt>` of token-based APNs authentication."""

@@ -21,6 +21,7 @@ from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
+from shared.metrics import instrument
 
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -85,4 +86,5 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
+    instrument(app, "issuer")
     return app

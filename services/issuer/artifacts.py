@@ -14,6 +14,7 @@ from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, build_pkpass
 from shared.design import Design
 from shared.errors import InternalError
+from shared.metrics import PKPASS_BUILD
 from shared.models import PassRecord, TemplateRecord
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ class WalletArtifacts:
             ) from exc
 
     def pkpass(self, record: PassRecord, template: TemplateRecord, design: Design) -> bytes:
-        return build_pkpass(self.content(record, template, design), self.identities.apple)
+        content = self.content(record, template, design)
+        with PKPASS_BUILD.time():
+            return build_pkpass(content, self.identities.apple)
 
     def content(self, record: PassRecord, template: TemplateRecord, design: Design) -> PassContent:
         dates = metadata_dates(record.metadata, strict=False)

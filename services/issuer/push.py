@@ -27,6 +27,7 @@ from services.issuer.repository import IssuerRepository
 from shared.errors import ApiError
 from shared.ids import new_id
 from shared.messages import DropPushToken, PassEventMessage, wallet_subject
+from shared.metrics import APNS_PUSHES
 from shared.nats import request_command
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class LiveUpdates:
 
         results = await asyncio.gather(*(one(token) for token in tokens))
         for token, result in zip(tokens, results, strict=True):
+            APNS_PUSHES.labels(result.outcome).inc()
             if not result.delivered:
                 log.warning(
                     "APNs push for %s to token %s... failed: %s %s",

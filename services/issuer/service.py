@@ -45,6 +45,7 @@ from shared.messages import (
     UpdateTemplate,
     VoidPass,
 )
+from shared.metrics import PASSES_ISSUED
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 from shared.pass_events import pass_event
 
@@ -134,6 +135,8 @@ class IssuerService:
             if stored is None:
                 raise
             return stored
+        if isinstance(command, CreatePass):
+            PASSES_ISSUED.labels(command.mode).inc()
         if outcome.events:
             self._on_commit()
         if outcome.held is not None:

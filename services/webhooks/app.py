@@ -18,6 +18,8 @@ from services.webhooks.service import WebhookService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
+from shared.messages import WEBHOOKS_CONSUMER
+from shared.metrics import consumer_pending, instrument
 
 
 def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -62,4 +64,5 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
 
     app = FastAPI(title="Tessera webhooks", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
+    instrument(app, "webhooks", refresh=[consumer_pending(conn.broker, WEBHOOKS_CONSUMER)])
     return app

@@ -22,7 +22,9 @@ from services.webhooks.sender import Outcome, Sender
 from services.webhooks.signing import signature_headers
 from shared.clock import Clock
 from shared.ids import new_id
+from shared.logs import account_id_var
 from shared.messages import PassEventMessage
+from shared.metrics import WEBHOOK_DELIVERIES
 from shared.models import DeliveryRecord
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class Deliverer:
     ) -> NextState | None:
         """The delivery's state after this attempt; None when there was nothing to attempt
         (the webhook was deleted) or the outcome could not be recorded (the lease was lost)."""
+        account_id_var.set(delivery.account_id)  # each attempt runs in its own task
         hook = await self._repo.by_id(delivery.webhook_id)
         if hook is None:
             return None
@@ -95,6 +98,8 @@ class Deliverer:
             "response_body": outcome.response_body,
         }
         recorded = await self._repo.record_attempt(delivery.id, token, changes)
+        if recorded:
+            WEBHOOK_DELIVERIES.labels(state.status).inc()
         log.info(
             "delivery %s to %s attempt %d: %s (%s)",
             delivery.id,

@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from services.issuer.apns import ApnsClient, ProviderToken, tls_context
+from services.issuer.apns import ApnsClient, ProviderToken, PushResult, tls_context
 from services.issuer.config import IssuerSettings
 from services.issuer.signing import SigningIdentity, ensure_dev_identity
 from tests.support.fake_apns import FakeApns, running_fake_apns
@@ -90,6 +90,14 @@ async def test_without_a_client_certificate_the_fake_refuses_the_connection(
         assert result.status is None, result
         assert result.reason
     assert fake.pushes() == []
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [(200, "success"), (410, "unregistered"), (400, "rejected"), (None, "error")],
+)
+def test_each_answer_has_its_metrics_outcome(status: int | None, outcome: str) -> None:
+    assert PushResult(status).outcome == outcome
 
 
 def test_provider_tokens_are_es256_jwts_reused_for_30_minutes() -> None:

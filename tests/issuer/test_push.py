@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from faststream.nats import NatsBroker
+from prometheus_client import REGISTRY
 
 from services.events.events_out import EventPublisher
 from services.events.handlers import register_wallet_commands
@@ -102,13 +103,28 @@ async def test_every_registered_device_is_pushed_and_each_answer_counted(
     await setup.register(new_id("pass"), "d" * 64)  # another pass's device is not pushed
     setup.fake.answer(gone, 410, "Unregistered")
     setup.fake.answer(broken, 500, "InternalServerError")
+    before = _pushes_by_result()
     try:
         report = await setup.live.push_pass(pass_id)
     finally:
         await events.stop()
     assert report == PushReport(pushed=1, failures=2, unregistered=1)
+    after = _pushes_by_result()
+    assert {result: after[result] - before[result] for result in after} == {
+        "success": 1,
+        "unregistered": 1,
+        "rejected": 1,
+        "error": 0,
+    }
     assert {push.token for push in setup.fake.pushes()} == {fine, gone, broken}
     assert await RegistrationReads(setup.db).push_tokens(pass_id) == [fine, broken]
+
+
+def _pushes_by_result() -> dict[str, float]:
+    return {
+        result: REGISTRY.get_sample_value("tessera_apns_pushes_total", {"result": result}) or 0.0
+        for result in ("success", "unregistered", "rejected", "error")
+    }
 
 
 async def test_a_410_without_an_events_service_still_reports(setup: Setup) -> None:

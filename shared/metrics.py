@@ -1,0 +1,143 @@
+"""Prometheus metrics: the definitions every service shares, request metrics, and GET /metrics.
+
+Each process keeps its own registry (prometheus_client's default one, no multiprocess mode);
+Prometheus scrapes every replica, and queries sum over them. Label values are always from a
+small fixed set: a route label is the route's template (`/v1/passes/{pass_id}`), never the
+requested path, which may carry ids or download-link tokens.
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from fastapi import APIRouter, FastAPI, Response
+from faststream.nats import NatsBroker
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared.messages import EVENTS_STREAM
+
+log = logging.getLogger(__name__)
+
+UNMATCHED = "unmatched"
+# Any other method is counted as "OTHER": a client must not be able to mint label values.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+HTTP_REQUESTS = Counter(
+    "tessera_http_requests",
+    "HTTP requests answered, by route template and status.",
+    ["service", "method", "route", "status"],
+)
+HTTP_DURATION = Histogram(
+    "tessera_http_request_duration_seconds",
+    "Time from a request's arrival to the end of its response.",
+    ["service", "method", "route", "status"],
+)
+PASSES_ISSUED = Counter(
+    "tessera_passes_issued", "Passes created (committed; replays not counted).", ["mode"]
+)
+PKPASS_BUILD = Histogram(
+    "tessera_pkpass_build_seconds",
+    "Time to render, sign and zip one .pkpass.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+WEBHOOK_DELIVERIES = Counter(
+    "tessera_webhook_deliveries",
+    "Webhook delivery attempts, by the status they left the delivery in "
+    "(delivered, failed: a retry is scheduled, dead: no retries left).",
+    ["status"],
+)
+APNS_PUSHES = Counter(
+    "tessera_apns_pushes",
+    "APNs pushes, by result (success, unregistered: 410, rejected: other status, error: no "
+    "answer).",
+    ["result"],
+)
+CONSUMER_PENDING = Gauge(
+    "tessera_jetstream_consumer_pending",
+    "Messages of the events stream not yet processed by a durable consumer "
+    "(num_pending + num_ack_pending), read at scrape time.",
+    ["consumer"],
+)
+
+Refresh = Callable[[], Awaitable[None]]
+
+
+def instrument(app: FastAPI, service: str, refresh: Sequence[Refresh] = ()) -> None:
+    """Request metrics on every request of `app` and GET /metrics. Call it after adding the
+    app's other middleware, so this one is outermost."""
+    app.add_middleware(HttpMetricsMiddleware, service=service)
+    app.include_router(metrics_router(refresh))
+
+
+def metrics_router(refresh: Sequence[Refresh] = ()) -> APIRouter:
+    """GET /metrics in the Prometheus text format; `refresh` updates gauges read at scrape."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/metrics")
+    async def metrics() -> Response:
+        for update in refresh:
+            await update()
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return router
+
+
+def consumer_pending(broker: NatsBroker, consumer: str) -> Refresh:
+    """A refresh that sets the pending gauge of one durable consumer of the events stream."""
+
+    async def update() -> None:
+        try:
+            info = await broker.connection.jetstream().consumer_info(EVENTS_STREAM, consumer)
+        except Exception as exc:  # a scrape must answer even when NATS does not
+            log.warning("consumer info of %s unavailable: %s", consumer, type(exc).__name__)
+            # No sample rather than a stale one: alert on absence.
+            CONSUMER_PENDING.remove(consumer)
+            return
+        CONSUMER_PENDING.labels(consumer).set(info.num_pending + info.num_ack_pending)
+
+    return update
+
+
+class HttpMetricsMiddleware:
+    """Counts and times every HTTP request by method, route template and status.
+
+    Install it outermost (add it last), so refusals by other middleware are counted too.
+    """
+
+    def __init__(self, app: ASGIApp, service: str):
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the server error handler answers if the app raises
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            method = scope["method"] if scope["method"] in METHODS else "OTHER"
+            labels = (self.service, method, route_template(scope), str(status))
+            HTTP_REQUESTS.labels(*labels).inc()
+            HTTP_DURATION.labels(*labels).observe(time.perf_counter() - started)
+
+
+def route_template(scope: Scope) -> str:
+    """The template of the route that served the request (also for a 405), or "unmatched":
+    an unknown path, or a request refused before routing (a body limit; its status says so).
+
+    The router leaves the matched route in the scope. Its path carries the APIRouter's own
+    prefix, which is where every Tessera router declares it (a prefix given to include_router
+    would be missing here; the label would still hold no ids).
+    """
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else UNMATCHED

@@ -1,0 +1,131 @@
+"""Request metrics by route template, GET /metrics, and the consumer pending gauge."""
+
+import uuid
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from fastapi import APIRouter, FastAPI
+from fastapi.testclient import TestClient
+from faststream.nats import NatsBroker
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from shared.metrics import CONSUMER_PENDING, consumer_pending, instrument
+
+Labels = tuple[str, str, str]
+
+
+def _scrape(client: TestClient) -> dict[str, list[Any]]:
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return {family.name: family.samples for family in text_string_to_metric_families(response.text)}
+
+
+def _requests(families: dict[str, list[Any]], service: str) -> dict[Labels, float]:
+    return {
+        (s.labels["method"], s.labels["route"], s.labels["status"]): s.value
+        for s in families["tessera_http_requests"]
+        if s.name == "tessera_http_requests_total" and s.labels["service"] == service
+    }
+
+
+class RefuseLargeBodies:
+    """Answers 413 before routing, as the api's body limit does."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "PUT":
+            await send({"type": "http.response.start", "status": 413, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
+
+
+def _app(service: str) -> FastAPI:
+    router = APIRouter(prefix="/v1")
+
+    @router.get("/passes/{pass_id}")
+    async def get_pass(pass_id: str) -> dict[str, str]:
+        return {"id": pass_id}
+
+    @router.put("/passes/{pass_id}")
+    async def put_pass(pass_id: str) -> dict[str, str]:
+        return {"id": pass_id}
+
+    @router.get("/boom")
+    async def boom() -> dict[str, str]:
+        raise RuntimeError("unhandled")
+
+    app = FastAPI()
+    app.include_router(router)
+    app.add_middleware(RefuseLargeBodies)
+    instrument(app, service)
+    return app
+
+
+def test_requests_are_counted_by_route_template_never_by_path() -> None:
+    service = f"test-{uuid.uuid4().hex[:8]}"
+    with TestClient(_app(service), raise_server_exceptions=False) as client:
+        assert client.get("/v1/passes/pass_secret123").status_code == 200
+        assert client.get("/v1/passes/pass_other456").status_code == 200
+        assert client.post("/v1/passes/pass_secret123").status_code == 405
+        assert client.put("/v1/passes/pass_secret123").status_code == 413
+        assert client.get("/l/pdl_token789").status_code == 404
+        assert client.get("/v1/boom").status_code == 500
+        families = _scrape(client)
+
+    assert _requests(families, service) == {
+        ("GET", "/v1/passes/{pass_id}", "200"): 2,
+        ("POST", "/v1/passes/{pass_id}", "405"): 1,
+        ("PUT", "unmatched", "413"): 1,  # refused before routing
+        ("GET", "unmatched", "404"): 1,
+        ("GET", "/v1/boom", "500"): 1,
+    }
+    durations = [
+        s
+        for s in families["tessera_http_request_duration_seconds"]
+        if s.labels.get("service") == service and s.name.endswith("_count")
+    ]
+    assert sum(s.value for s in durations) == 6
+    labels = [str(s.labels) for samples in families.values() for s in samples]
+    for raw in ("pass_secret123", "pass_other456", "pdl_token789"):
+        assert not any(raw in text for text in labels)
+
+
+def test_metrics_is_not_in_the_openapi_schema() -> None:
+    with TestClient(_app(f"test-{uuid.uuid4().hex[:8]}")) as client:
+        assert "/metrics" not in client.get("/openapi.json").json()["paths"]
+
+
+def _broker(info: Any) -> NatsBroker:
+    async def consumer_info(stream: str, consumer: str) -> Any:
+        if isinstance(info, Exception):
+            raise info
+        return info
+
+    jetstream = SimpleNamespace(consumer_info=consumer_info)
+    return cast(
+        NatsBroker, SimpleNamespace(connection=SimpleNamespace(jetstream=lambda: jetstream))
+    )
+
+
+def _pending(consumer: str) -> float | None:
+    for family in CONSUMER_PENDING.collect():
+        for sample in family.samples:
+            if sample.labels["consumer"] == consumer:
+                return sample.value
+    return None
+
+
+@pytest.mark.asyncio
+async def test_consumer_pending_is_read_at_scrape_and_dropped_when_unknown() -> None:
+    consumer = f"test-{uuid.uuid4().hex[:8]}"
+    await consumer_pending(_broker(SimpleNamespace(num_pending=3, num_ack_pending=2)), consumer)()
+    assert _pending(consumer) == 5
+    # NATS unreachable: no sample rather than a stale one.
+    await consumer_pending(_broker(ConnectionError("down")), consumer)()
+    assert _pending(consumer) is None
