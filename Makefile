@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint fmt typecheck pytest up down bench clean
+.PHONY: help install run test test-faults lint fmt typecheck pytest up down bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,6 +37,9 @@ typecheck: $(STAMP) ## mypy --strict
 pytest: $(STAMP) ## Run the test suite
 	$(BIN)/pytest
 
+test-faults: $(STAMP) ## Fault injection: kill and restart every process under load, print the counts
+	$(BIN)/pytest -m faults -s tests/faults
+
 up: ## Production shape: docker compose up (needs Docker)
 	docker compose up -d --build
 
@@ -47,6 +50,7 @@ bench: $(STAMP) ## Run the benchmarks in bench/ (numbers printed and written to 
 	$(BIN)/python -m bench.pkpass
 	$(BIN)/python -m bench.issue
 	$(BIN)/python -m bench.webhooks
+	$(BIN)/python -m bench.reads
 
 clean: ## Remove caches, build output and the local data dir
 	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts

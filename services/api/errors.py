@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pymongo.errors import ConnectionFailure
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -74,6 +75,12 @@ def _allowed_methods(request: Request) -> str | None:
     return ", ".join(allowed) or None
 
 
+STORE_UNAVAILABLE = InternalError(
+    "The database is unavailable; retry shortly with the same Idempotency-Key.",
+    code="service_unavailable",
+)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -105,6 +112,11 @@ def install(app: FastAPI) -> None:
         err = InvalidRequest(str(exc.detail))
         status, body = error_body(request.url.path, err)
         return JSONResponse(body, status_code=exc.status_code if "error" in body else status)
+
+    @app.exception_handler(ConnectionFailure)
+    async def on_store_unavailable(request: Request, exc: ConnectionFailure) -> JSONResponse:
+        log.warning("MongoDB unavailable: %s", type(exc).__name__)
+        return error_response(request, STORE_UNAVAILABLE)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -40,3 +40,16 @@ def test_openapi_documents_objects_and_envelopes_and_never_422() -> None:
 def test_link_tokens_are_masked_in_access_logs() -> None:
     assert loggable_path("/l/pdl_abc-DEF_123/pass.pkpass") == "/l/pdl_[redacted]/pass.pkpass"
     assert loggable_path("/v1/passes") == "/v1/passes"
+
+
+def test_an_unreachable_store_is_a_retryable_500_in_the_envelope() -> None:
+    settings = ApiSettings(mongodb_url="mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200")
+    client = TestClient(create_app(settings))
+    response = client.get("/v1/templates", headers={"Authorization": "Bearer svc_test_x"})
+    assert response.status_code == 500
+    assert response.json()["error"] == {
+        "type": "api_error",
+        "code": "service_unavailable",
+        "message": "The database is unavailable; retry shortly with the same Idempotency-Key.",
+        "param": None,
+    }

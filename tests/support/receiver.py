@@ -91,13 +91,17 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             if behaviour.delay_seconds and receiver.closing.wait(behaviour.delay_seconds):
                 return
             payload = behaviour.body.encode()
-            self.send_response(status)
-            if behaviour.redirect_to is not None:
-                self.send_header("Location", behaviour.redirect_to)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            try:
+                self.send_response(status)
+                if behaviour.redirect_to is not None:
+                    self.send_header("Location", behaviour.redirect_to)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                # The sender hung up before the answer (a webhooks service killed mid-attempt).
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -1,0 +1,324 @@
+"""Issue 7, section 4: under a steady load of pass creations, updates and webhook deliveries,
+kill -9 each service in turn and restart it, restart nats-server, restart the store; then
+nothing acknowledged is lost, nothing is recorded twice, and nothing is left pending.
+
+"Exactly once" for events means, read back through the API once everything has settled:
+- no event id appears twice in `GET /v1/events`;
+- every stored pass has exactly one `created` event, and every `created` event names a stored
+  pass (so a create that was retried, or re-sent by a recovering service, recorded once);
+- every pass has exactly one `updated` event per committed update: the store's pass `version`
+  counts the committed updates (it starts at 1 and each update adds one), and that count lies
+  between the client's successful updates of the pass and those plus the ones it gave up on.
+
+For webhooks: each subscribed webhook has exactly one delivery per event of a type it wants
+(docs/webhooks.md), every one `delivered`, none pending or failed; the receiver got each at
+least once, and a delivery sent again carried the same bytes, so the same event id.
+"""
+
+import json
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import pytest
+from pymongo import MongoClient
+from pymongo.synchronous.database import Database
+
+from services.webhooks.mapping import webhook_type
+from tessera.processes import PORT_OFFSETS, SERVICES
+from tests.support.faults import RETRYABLE_500_CODES, Load, Server, log_problems
+from tests.support.flows import all_events, all_passes, make_template
+from tests.support.polling import wait_for
+from tests.support.receiver import Receiver
+from tests.support.stack import Stack
+from tests.support.webhooks import body_of, create_webhook
+
+pytestmark = [pytest.mark.faults, pytest.mark.e2e, pytest.mark.slow]
+
+WARM_UP_PASSES = 10
+# Passes issued after a fault before the next one: the stack is working again, and the load
+# between faults is steady state, not only recovery.
+PASSES_BETWEEN_FAULTS = 8
+# The receiver answers after this long, so a killed webhooks service has attempts in flight.
+RECEIVER_DELAY_SECONDS = 0.1
+RECOVERY_TIMEOUT = 90.0  # longest wait for the first successful create after a fault
+QUIET_TIMEOUT = 120.0  # longest wait, once the load stopped, for everything to settle
+HOOKS = {"/all": ["*"], "/issued": ["pass.issued"]}
+# What a client may see while a process is down, all retryable (see tests/support/faults.py).
+EXPECTED_TRANSIENT = {f"500 {code}" for code in RETRYABLE_500_CODES} | {
+    "409 idempotency_request_in_progress",
+    "ConnectError",
+    "ConnectTimeout",
+    "WriteError",
+    "RemoteProtocolError",
+    "ReadError",
+    "ReadTimeout",
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    inject: Callable[[], None]
+
+
+def _faults(stack: Stack, nats: Server, store: Server) -> list[Fault]:
+    def kill_9(name: str) -> Fault:
+        def inject() -> None:
+            stack.kill(name)
+            stack.start(name)
+
+        return Fault(f"kill -9 {name} (every replica)", inject)
+
+    def kill_9_one(replica: str) -> Fault:
+        def inject() -> None:
+            stack.kill(replica)  # its twin keeps serving meanwhile
+            stack.children[replica].start()
+
+        return Fault(f"kill -9 {replica} only", inject)
+
+    return [
+        *(kill_9_one(f"{name}-2") for name in ("issuer", "webhooks")),
+        *(kill_9(name) for name in ("api", "issuer", "events", "webhooks")),
+        Fault("restart nats-server (SIGTERM)", lambda: nats.restart()),
+        Fault("restart the store (SIGTERM)", lambda: store.restart()),
+        Fault("kill -9 nats-server, start it", lambda: nats.restart(kill=True)),
+        Fault("kill -9 the store, start it", lambda: store.restart(kill=True)),
+    ]
+
+
+def _all_ready(stack: Stack) -> bool:
+    """Every service answers /readyz 200: its MongoDB and NATS connections are back."""
+    with httpx2.Client(timeout=2.0) as client:
+        for name in SERVICES:
+            url = f"http://{stack.host}:{stack.api_port + PORT_OFFSETS[name]}/readyz"
+            try:
+                if client.get(url).status_code != 200:
+                    return False
+            except httpx2.HTTPError:
+                return False
+    return True
+
+
+@dataclass
+class Settled:
+    """What the store holds for the account, read directly."""
+
+    versions: dict[str, int]  # pass id -> version
+    events: int
+    outbox: int
+    deliveries: dict[str, list[dict[str, Any]]]  # webhook id -> its deliveries
+
+    def unsettled(self, hook_ids: dict[str, str], received: set[str]) -> list[str]:
+        """What is still under way (or lost, if it stays so): empty once all has settled."""
+        wanted = len(self.versions) + sum(version - 1 for version in self.versions.values())
+        expected = {"/all": self.events, "/issued": len(self.versions)}
+        found = [
+            f"{self.outbox} events in the outbox" if self.outbox else "",
+            f"{self.events} events recorded of {wanted}" if self.events < wanted else "",
+        ]
+        for path, count in expected.items():
+            deliveries = self.deliveries[hook_ids[path]]
+            if len(deliveries) < count:
+                found.append(f"{path}: {len(deliveries)} deliveries of {count}")
+            waiting = [d["_id"] for d in deliveries if d["status"] != "delivered"]
+            unseen = [d["_id"] for d in deliveries if d["_id"] not in received]
+            if waiting or unseen:
+                found.append(f"{path}: not delivered {waiting[:5]}, not received {unseen[:5]}")
+        return [reason for reason in found if reason]
+
+
+def _read_store(stack: Stack, account_id: str, hook_ids: list[str]) -> Settled:
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url, serverSelectionTimeoutMS=5000) as mongo:
+        db: Database[dict[str, Any]] = mongo[stack.database]
+        scope = {"account_id": account_id}
+        versions = {d["_id"]: d["version"] for d in db.passes.find(scope, {"version": 1})}
+        deliveries: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        fields = {"payload": 0}
+        for doc in db.webhook_deliveries.find({"webhook_id": {"$in": hook_ids}}, fields):
+            deliveries[doc["webhook_id"]].append(doc)
+        return Settled(
+            versions=versions,
+            events=db.pass_events.count_documents(scope),
+            outbox=db.outbox.count_documents({}),
+            deliveries=deliveries,
+        )
+
+
+def _inject_all(stack: Stack, nats: Server, store: Server, load: Load) -> list[str]:
+    """Each fault in turn, once the load is going; after each, wait until every service is
+    ready again and a pass is issued. Returns a line per fault for the report."""
+    timings: list[str] = []
+    wait_for(lambda: len(load.settled("create", "ok")) >= WARM_UP_PASSES, 60, "the first passes")
+    for fault in _faults(stack, nats, store):
+        start = time.monotonic()
+        fault.inject()
+        back = time.monotonic()
+        wait_for(lambda: _all_ready(stack), RECOVERY_TIMEOUT, f"readiness after {fault.name}")
+
+        def issued(since: float = back) -> bool:
+            return len(load.settled("create", "ok", after=since)) >= PASSES_BETWEEN_FAULTS
+
+        wait_for(issued, RECOVERY_TIMEOUT, f"passes issued after {fault.name}")
+        recovered = min(op.finished_at for op in load.settled("create", "ok", after=back))
+        timings.append(
+            f"  {fault.name}: back in {back - start:.1f}s, "
+            f"next pass issued {recovered - back:.1f}s later"
+        )
+    return timings
+
+
+def _wait_quiet(settled: Callable[[], tuple[Settled, list[str]]]) -> Settled:
+    deadline = time.monotonic() + QUIET_TIMEOUT
+    while True:
+        state, unsettled = settled()
+        if not unsettled:
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not settled after {QUIET_TIMEOUT}s: {unsettled}")
+        time.sleep(0.2)
+
+
+@pytest.mark.timeout(420)
+def test_every_process_killed_and_restarted_under_load(
+    stack: Stack, nats: Server, store: Server, receiver: Receiver
+) -> None:
+    began = time.monotonic()
+    account = stack.new_account(plan="paid")
+    for path in HOOKS:
+        receiver.behave(path, delay_seconds=RECEIVER_DELAY_SECONDS)
+    with stack.client(headers=account.headers()) as client:
+        template = make_template(client)
+        hooks = {
+            path: create_webhook(client, receiver.url(path), kinds) for path, kinds in HOOKS.items()
+        }
+    hook_ids = {path: hook["id"] for path, hook in hooks.items()}
+
+    def settled() -> tuple[Settled, list[str]]:
+        received = {r.delivery_id for r in receiver.requests() if r.status == 200}
+        found = _read_store(stack, account.id, list(hook_ids.values()))
+        return found, found.unsettled(hook_ids, received)
+
+    load = Load(stack, account, template["id"])
+    load.start()
+    settled_ok = False
+    try:
+        timings = _inject_all(stack, nats, store, load)
+        load.finish(timeout=QUIET_TIMEOUT)
+        store_state = _wait_quiet(settled)
+        settled_ok = True
+    finally:
+        load.abort()
+        logs = stack.work_dir / "logs"
+        print(f"\nwarnings and errors in {logs}:", *log_problems(logs) or ["  none"], sep="\n")
+        if not settled_ok:
+            print("the load until the failure:", *load.summary(), sep="\n")
+    with stack.client(headers=account.headers()) as client:
+        passes = all_passes(client)
+        events = all_events(client)
+    report = _report(passes, events, receiver, store_state, hook_ids)
+    wall = f"wall time {time.monotonic() - began:.0f}s"
+    print("fault injection:", *timings, *load.summary(), *report, wall, sep="\n")
+
+    _check_clients(load)
+    _check_passes(load, passes)
+    _check_events(load, events, store_state)
+    _check_webhooks(events, receiver, store_state, hook_ids)
+
+
+def _report(
+    passes: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    receiver: Receiver,
+    store_state: Settled,
+    hook_ids: dict[str, str],
+) -> list[str]:
+    kinds = Counter(e["type"] for e in events)
+    committed = sum(v - 1 for v in store_state.versions.values())
+    lines = [
+        f"passes stored: {len(passes)}; updates committed: {committed}",
+        f"events recorded: {len(events)} ({kinds['created']} created, {kinds['updated']} updated), "
+        f"{len(events) - len({e['id'] for e in events})} duplicate ids",
+    ]
+    for path, hook_id in hook_ids.items():
+        requests = receiver.requests(path)
+        found = store_state.deliveries[hook_id]
+        statuses = Counter(d["status"] for d in found)
+        lines.append(
+            f"webhook {path} {HOOKS[path]}: {len(found)} deliveries "
+            f"({', '.join(f'{s} {n}' for s, n in statuses.items())}), "
+            f"{len(requests)} requests received for "
+            f"{len({body_of(r)['id'] for r in requests})} events, "
+            f"{len(requests) - len({r.delivery_id for r in requests})} duplicates (a delivery "
+            "sent again: same webhook-id, same event id), "
+            f"{sum(d['attempts'] - 1 for d in found)} retries recorded"
+        )
+    return lines
+
+
+def _check_clients(load: Load) -> None:
+    rejected = [(op.key, op.last_error) for op in load.ops if op.outcome == "rejected"]
+    assert rejected == [], f"writes refused for good: {rejected}"
+    unexpected = set(load.errors) - EXPECTED_TRANSIENT
+    assert not unexpected, f"answers no outage explains: {load.errors}"
+
+
+def _check_passes(load: Load, passes: list[dict[str, Any]]) -> None:
+    stored = {p["id"]: p for p in passes}
+    for op in load.settled("create", "ok"):
+        assert op.pass_id in stored, f"pass {op.pass_id} got a 2xx but is not stored"
+        assert stored[op.pass_id]["holder_name"] == op.key
+    # Each key made at most one pass: the retries of a key did not issue it twice. A pass may
+    # exist for a key whose client gave up (its last attempt committed, the reply was lost).
+    keys = Counter(p["holder_name"] for p in passes)
+    assert [key for key, n in keys.items() if n > 1] == []
+    sent = {op.key for op in load.ops if op.kind == "create"}
+    assert set(keys) <= sent
+
+
+def _check_events(load: Load, events: list[dict[str, Any]], store_state: Settled) -> None:
+    ids = Counter(e["id"] for e in events)
+    assert [i for i, n in ids.items() if n > 1] == [], "an event was recorded twice"
+    assert {e["type"] for e in events} <= {"created", "updated"}
+    created = Counter(e["pass_id"] for e in events if e["type"] == "created")
+    assert created == Counter(store_state.versions.keys()), "created events != stored passes"
+    updated = Counter(e["pass_id"] for e in events if e["type"] == "updated")
+    ok = Counter(op.pass_id for op in load.settled("update", "ok"))
+    gave_up = Counter(op.pass_id for op in load.settled("update", "failed"))
+    for pass_id, version in store_state.versions.items():
+        committed = version - 1
+        assert updated[pass_id] == committed, (pass_id, updated[pass_id], committed)
+        assert ok[pass_id] <= committed <= ok[pass_id] + gave_up[pass_id], pass_id
+
+
+def _check_webhooks(
+    events: list[dict[str, Any]], receiver: Receiver, store_state: Settled, hook_ids: dict[str, str]
+) -> None:
+    kinds = {e["id"]: webhook_type(e["type"], e["metadata"]) for e in events}
+    for path, subscribed in HOOKS.items():
+        wanted = {
+            i for i, kind in kinds.items() if kind and ("*" in subscribed or kind in subscribed)
+        }
+        found = store_state.deliveries[hook_ids[path]]
+        stuck = [
+            (d["_id"], d["status"], d["attempts"]) for d in found if d["status"] != "delivered"
+        ]
+        assert stuck == [], f"deliveries of {path} not delivered"
+        assert Counter(d["event_id"] for d in found) == Counter(wanted), (
+            f"one delivery per event ({path})"
+        )
+        # Every request of a delivery carries the same bytes, so the same event id.
+        bodies: dict[str, set[bytes]] = defaultdict(set)
+        for request in receiver.requests(path):
+            bodies[request.delivery_id].add(request.body)
+            assert request.headers["svc-event-type"] == kinds.get(body_of(request)["id"])
+        assert [d for d, seen in bodies.items() if len(seen) > 1] == [], "a retry changed its body"
+        event_of = {
+            delivery: json.loads(next(iter(seen)))["id"] for delivery, seen in bodies.items()
+        }
+        assert set(event_of.values()) == wanted, f"{path} missed events"
+        assert len(event_of) == len(wanted), f"{path}: two deliveries for one event"
