@@ -12,15 +12,10 @@ ratio end-to-end passes/s : pkpass builds/s printed. Numbers go to bench/results
 
 import argparse
 import asyncio
-import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,29 +32,13 @@ from bench.pkpass import (
     stats_table,
     write_results,
 )
-from tessera.processes import free_port_block
+from bench.stack import POLL_INTERVAL, Stack, new_client, running_stack
 
-HOST = "127.0.0.1"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-START_TIMEOUT = 120.0
-STOP_TIMEOUT = 15.0
 EVENT_TIMEOUT = 120.0
-REQUEST_TIMEOUT = 60.0
-POLL_INTERVAL = 0.05
 EVENTS_PAGE_LIMIT = 200
 MAX_EVENT_PAGES = 1000
 WARMUP_PASSES = 5
 PKPASS_SECONDS = 3.0
-LOG_TAIL_CHARS = 3000
-
-
-@dataclass(frozen=True)
-class Stack:
-    """A running `tessera up`: its process, where it answers, and the test key."""
-
-    proc: subprocess.Popen[bytes]
-    base_url: str
-    test_key: str
 
 
 @dataclass
@@ -89,104 +68,7 @@ class Outcome:
     last_response: float = 0.0
 
 
-# --- the stack -------------------------------------------------------------------------------
-
-
-def clean_env() -> dict[str, str]:
-    """The caller's environment without any TESSERA_* variable."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("TESSERA_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def start_stack(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        sys.executable,
-        "-m",
-        "tessera.cli",
-        "up",
-        "--data-dir",
-        str(data_dir),
-        "--host",
-        HOST,
-        "--port",
-        str(port),
-    ]
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            argv,
-            cwd=REPO_ROOT,
-            env=clean_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-
-def log_tail(log_path: Path) -> str:
-    try:
-        return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
-    except OSError:
-        return "(no log)"
-
-
-def wait_for_ready(proc: subprocess.Popen[bytes], data_dir: Path, log_path: Path) -> Stack:
-    """Poll for DIR/ready.json until START_TIMEOUT; fail early if `tessera up` exits."""
-    ready_file = data_dir / "ready.json"
-    deadline = time.monotonic() + START_TIMEOUT
-    while not ready_file.exists():
-        if proc.poll() is not None:
-            raise RuntimeError(f"tessera up exited with {proc.returncode}:\n{log_tail(log_path)}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no ready.json after {START_TIMEOUT:g} s:\n{log_tail(log_path)}")
-        time.sleep(POLL_INTERVAL)
-    ready: dict[str, str] = json.loads(ready_file.read_text())
-    account: dict[str, str] = json.loads((data_dir / "dev-account.json").read_text())
-    return Stack(proc=proc, base_url=ready["base_url"], test_key=account["test_key"])
-
-
-def stop_stack(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        print("tessera up did not stop within 15 s; killing it", file=sys.stderr)
-        proc.kill()
-        proc.wait(timeout=STOP_TIMEOUT)
-
-
-@contextmanager
-def running_stack(work_dir: Path) -> Iterator[Stack]:
-    """`tessera up` on a fresh data dir under `work_dir`; always stopped on exit."""
-    data_dir = work_dir / "data"
-    log_path = work_dir / "tessera-up.log"
-    port = free_port_block(4)
-    started = time.monotonic()
-    proc = start_stack(data_dir, port, log_path)
-    try:
-        stack = wait_for_ready(proc, data_dir, log_path)
-        print(f"stack up at {stack.base_url} in {time.monotonic() - started:.1f} s", flush=True)
-        yield stack
-    finally:
-        stop_stack(proc)
-        print(f"stack stopped (exit code {proc.returncode})", flush=True)
-
-
 # --- the requests ----------------------------------------------------------------------------
-
-
-def new_client(stack: Stack, concurrency: int) -> httpx2.AsyncClient:
-    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx2.AsyncClient(
-        base_url=stack.base_url,
-        headers={"Authorization": f"Bearer {stack.test_key}"},
-        timeout=REQUEST_TIMEOUT,
-        limits=limits,
-        trust_env=False,
-    )
 
 
 async def create_template(client: httpx2.AsyncClient) -> str:

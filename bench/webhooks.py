@@ -33,9 +33,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from bench.issue import Stack as RunningStack
-from bench.issue import create_template, issue_many, new_client, parse_levels, running_stack
+from bench.issue import create_template, issue_many, parse_levels
 from bench.pkpass import format_table, machine_facts, percentile, write_results
+from bench.stack import Stack as RunningStack
+from bench.stack import new_client, running_stack
 
 DELIVERY_TIMEOUT = 120.0
 POLL_INTERVAL = 0.05
