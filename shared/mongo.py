@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from pymongo import AsyncMongoClient
+from pymongo import AsyncMongoClient, WriteConcern
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 Document = dict[str, Any]
@@ -19,3 +20,16 @@ def create_client(url: str) -> MongoClient:
         options = {}
     # tz_aware so every datetime read back is UTC-aware, like the ones written.
     return AsyncMongoClient(url, tz_aware=True, uuidRepresentation="standard", **options)
+
+
+def unjournaled(collection: AsyncCollection[Document]) -> AsyncCollection[Document]:
+    """The collection with writes acknowledged before they reach the journal, when the client
+    uses the default j:true (an operator's own write concern is left alone).
+
+    Only for writes whose loss in a store crash costs nothing that was promised: rate-limit and
+    quota counters, and idempotency records, which are always followed by a journaled commit of
+    the command they guard (the store's log is sequential, so that commit makes them durable
+    too) or guard a command that never committed."""
+    if collection.write_concern.document != {"j": True}:
+        return collection
+    return collection.with_options(write_concern=WriteConcern())

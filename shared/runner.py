@@ -26,7 +26,9 @@ def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     """A bound TCP socket, not yet listening: it joins the port's SO_REUSEPORT group, and so
     receives connections, only once the server listens on it, after the app has started."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says
+    # TCP, and without it Nagle's algorithm meets delayed ACKs: 40 ms on every response.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:

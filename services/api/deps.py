@@ -66,7 +66,8 @@ class ApiContext:
         )
 
 
-def _context(request: Request) -> ApiContext:
+async def _context(request: Request) -> ApiContext:
+    # async: FastAPI would run a plain function in a worker thread on every request.
     context: ApiContext = request.app.state.context
     return context
 

@@ -10,16 +10,17 @@ from typing import Any
 from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from shared.mongo import Database, Document
+from shared.mongo import Database, Document, unjournaled
 
 
 class ApiRepository:
     def __init__(self, db: Database):
         self._accounts = db["accounts"]
         self._keys = db["api_keys"]
-        self._idempotency = db["idempotency_keys"]
-        self._rate_windows = db["rate_limit_windows"]
-        self._usage = db["usage_counters"]
+        # Counters and idempotency records need no journal flush of their own (shared/mongo.py).
+        self._idempotency = unjournaled(db["idempotency_keys"])
+        self._rate_windows = unjournaled(db["rate_limit_windows"])
+        self._usage = unjournaled(db["usage_counters"])
 
     async def ensure_indexes(self) -> None:
         await self._keys.create_index("hash", unique=True)

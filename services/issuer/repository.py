@@ -105,9 +105,6 @@ class IssuerRepository:
         doc = await self.passes.find_one({"_id": pass_id, "account_id": account_id, "mode": mode})
         return None if doc is None else PassRecord.model_validate(doc)
 
-    async def short_id_taken(self, short_id: str) -> bool:
-        return await self.passes.count_documents({"short_id": short_id}, limit=1) > 0
-
     async def pass_file_stamp(self, pass_id: str) -> datetime | None:
         """The Last-Modified of the pass's current file (None for a file stored without one)."""
         doc = await self.pass_files.find_one({"_id": pass_id}, {"last_modified": 1})

@@ -231,7 +231,10 @@ class IssuerService:
                 "_id": new_id("pass"),
                 "account_id": cmd.account_id,
                 "mode": cmd.mode,
-                "short_id": await self._free_short_id(),
+                # 95 random bits: a collision is practically impossible, and the unique index
+                # on short_id refuses one (the command fails; a retry draws another), so no
+                # lookup round trip is spent on it.
+                "short_id": short_slug(),
                 "template_id": template.id,
                 "serial_number": str(uuid.uuid4()),
                 "holder_email": cmd.holder_email,
@@ -369,10 +372,3 @@ class IssuerService:
         # Read in the prepare phase: a command retried after a conflict reads it afresh.
         previous = None if insert else await self._repo.pass_file_stamp(record.id)
         return last_modified_after(record.updated_at, previous)
-
-    async def _free_short_id(self) -> str:
-        # 95 random bits make a collision practically impossible; the unique index is the guard.
-        while True:
-            candidate = short_slug()
-            if not await self._repo.short_id_taken(candidate):
-                return candidate

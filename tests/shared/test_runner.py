@@ -1,6 +1,7 @@
 """The sockets a service listens on: one plain socket by default; with several replicas, the
 service's port shared through SO_REUSEPORT plus a port of the replica's own."""
 
+import asyncio
 import json
 import logging
 import socket
@@ -53,3 +54,24 @@ def test_log_lines_name_the_replica_only_when_there_is_one() -> None:
     assert "replica" not in json.loads(JsonFormatter("issuer").format(record))
     line = json.loads(JsonFormatter("issuer", "issuer-2").format(record))
     assert (line["service"], line["replica"]) == ("issuer", "issuer-2")
+
+
+async def test_accepted_connections_get_tcp_nodelay() -> None:
+    """Without TCP_NODELAY, Nagle's algorithm and delayed ACKs add 40 ms to responses."""
+    sock = bind("127.0.0.1", free_port())
+    seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            accepted = transport.get_extra_info("socket")
+            seen.set_result(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        assert await asyncio.wait_for(seen, 5) != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()

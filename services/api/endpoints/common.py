@@ -64,7 +64,7 @@ def require_id(value: str, kind: str, label: str) -> str:
 def paging(kind: str, default: int, maximum: int) -> Any:
     """A dependency for `limit`, `starting_after` and `ending_before` on a list of `kind`."""
 
-    def page(
+    async def page(
         limit: Annotated[int, Query(ge=1, le=maximum, description=f"1 to {maximum}.")] = default,
         starting_after: Annotated[str | None, Query(description="Cursor: an object id.")] = None,
         ending_before: Annotated[str | None, Query(description="Cursor: an object id.")] = None,
