@@ -43,10 +43,23 @@ class Stack:
     data_dir: Path
 
 
+# The development account is on the free plan (100 requests/s); a benchmark measures the
+# service, not the rate limiter, so the bench stack's free plan allows far more.
+BENCH_PLANS = {
+    "free": {
+        "live_keys": False,
+        "rate_limit": 1_000_000,
+        "rate_window_seconds": 1,
+        "monthly_passes": {"test": 10_000_000, "live": 0},
+    }
+}
+
+
 def clean_env() -> dict[str, str]:
-    """The caller's environment without any TESSERA_* variable."""
+    """The caller's environment without any TESSERA_* variable, plus the bench plan table."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("TESSERA_")}
     env["PYTHONUNBUFFERED"] = "1"
+    env["TESSERA_API_PLANS"] = json.dumps(BENCH_PLANS)
     return env
 
 

@@ -60,6 +60,12 @@ CONSUMER_PENDING = Gauge(
     ["consumer"],
 )
 
+OUTBOX_PENDING = Gauge(
+    "tessera_outbox_pending",
+    "Events the issuer committed and has not yet published to JetStream (held ones included), "
+    "read at scrape time.",
+)
+
 Refresh = Callable[[], Awaitable[None]]
 
 
@@ -95,6 +101,20 @@ def consumer_pending(broker: NatsBroker, consumer: str) -> Refresh:
             CONSUMER_PENDING.remove(consumer)
             return
         CONSUMER_PENDING.labels(consumer).set(info.num_pending + info.num_ack_pending)
+
+    return update
+
+
+def outbox_pending(read: Callable[[], Awaitable[int]]) -> Refresh:
+    """A refresh that sets the outbox gauge from `read` (the issuer's count); when the store does
+    not answer the gauge reads -1, which no real count is, so an alert can tell."""
+
+    async def update() -> None:
+        try:
+            OUTBOX_PENDING.set(await read())
+        except Exception as exc:  # a scrape must answer even when the store does not
+            log.warning("outbox size unavailable: %s", type(exc).__name__)
+            OUTBOX_PENDING.set(-1)
 
     return update
 

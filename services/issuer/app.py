@@ -21,7 +21,7 @@ from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
-from shared.metrics import instrument
+from shared.metrics import instrument, outbox_pending
 
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -86,5 +86,5 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    instrument(app, "issuer")
+    instrument(app, "issuer", refresh=[outbox_pending(repo.outbox_size)])
     return app

@@ -121,6 +121,10 @@ class IssuerRepository:
             {"_id": event_id}, {"$set": {"payload": payload, "held_until": None}}
         )
 
+    async def outbox_size(self) -> int:
+        """Events committed but not yet published (held ones included)."""
+        return await self.outbox.count_documents({})
+
     async def outbox_done(self, event_ids: list[str]) -> None:
         await self.outbox.delete_many({"_id": {"$in": event_ids}})
 

@@ -96,6 +96,20 @@ def test_issuer_counts_issued_passes_once_and_times_the_pkpass(stack: Stack) -> 
     assert _total(after, "tessera_pkpass_build_seconds_sum") > 0
 
 
+def test_issuer_reports_its_outbox_draining_to_zero(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        create_pass(client, create_template(client)["id"])
+    samples = poll(
+        lambda: _samples(stack, "issuer"),
+        lambda found: any(s.name == "tessera_outbox_pending" and s.value == 0 for s in found),
+    )
+    values = [s.value for s in samples if s.name == "tessera_outbox_pending"]
+    # One sample per replica, each the shared outbox's size: never the -1 of a failed read.
+    assert len(values) == len(stack.members("issuer"))
+    assert min(values) >= 0
+
+
 @pytest.mark.parametrize("service", ["events", "webhooks"])
 def test_each_consumer_reports_its_pending_messages(stack: Stack, service: str) -> None:
     account = stack.new_account()

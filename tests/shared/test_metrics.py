@@ -8,10 +8,11 @@ import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 from faststream.nats import NatsBroker
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shared.metrics import CONSUMER_PENDING, consumer_pending, instrument
+from shared.metrics import CONSUMER_PENDING, consumer_pending, instrument, outbox_pending
 
 Labels = tuple[str, str, str]
 
@@ -129,3 +130,16 @@ async def test_consumer_pending_is_read_at_scrape_and_dropped_when_unknown() -> 
     # NATS unreachable: no sample rather than a stale one.
     await consumer_pending(_broker(ConnectionError("down")), consumer)()
     assert _pending(consumer) is None
+
+
+async def test_outbox_pending_is_read_at_scrape_and_minus_one_when_unknown() -> None:
+    async def size() -> int:
+        return 7
+
+    async def unreachable() -> int:
+        raise ConnectionError("store down")
+
+    await outbox_pending(size)()
+    assert REGISTRY.get_sample_value("tessera_outbox_pending") == 7
+    await outbox_pending(unreachable)()
+    assert REGISTRY.get_sample_value("tessera_outbox_pending") == -1
