@@ -6,11 +6,13 @@ small fixed set: a route label is the route's template (`/v1/passes/{pass_id}`),
 requested path, which may carry ids or download-link tokens.
 """
 
+import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, Response
+from fastapi import APIRouter, FastAPI, Header, Response
 from faststream.nats import NatsBroker
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -69,24 +71,40 @@ OUTBOX_PENDING = Gauge(
 Refresh = Callable[[], Awaitable[None]]
 
 
-def instrument(app: FastAPI, service: str, refresh: Sequence[Refresh] = ()) -> None:
-    """Request metrics on every request of `app` and GET /metrics. Call it after adding the
-    app's other middleware, so this one is outermost."""
+def instrument(
+    app: FastAPI, service: str, token: str | None, refresh: Sequence[Refresh] = ()
+) -> None:
+    """Request metrics on every request of `app` and GET /metrics (behind `token` when set).
+    Call it after adding the app's other middleware, so this one is outermost."""
     app.add_middleware(HttpMetricsMiddleware, service=service)
-    app.include_router(metrics_router(refresh))
+    app.include_router(metrics_router(token, refresh))
 
 
-def metrics_router(refresh: Sequence[Refresh] = ()) -> APIRouter:
-    """GET /metrics in the Prometheus text format; `refresh` updates gauges read at scrape."""
+def metrics_router(token: str | None = None, refresh: Sequence[Refresh] = ()) -> APIRouter:
+    """GET /metrics in the Prometheus text format; `refresh` updates gauges read at scrape.
+    With `token`, only `Authorization: Bearer <token>` is answered (compared in constant time);
+    anything else gets 401 and no metrics."""
     router = APIRouter(include_in_schema=False)
 
     @router.get("/metrics")
-    async def metrics() -> Response:
+    async def metrics(authorization: Annotated[str | None, Header()] = None) -> Response:
+        if token is not None and not _bearer_matches(authorization, token):
+            return Response(
+                "metrics need the bearer token (TESSERA_METRICS_TOKEN)\n",
+                status_code=401,
+                media_type="text/plain",
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            )
         for update in refresh:
             await update()
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return router
+
+
+def _bearer_matches(authorization: str | None, token: str) -> bool:
+    scheme, _, value = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.encode(), token.encode())
 
 
 def consumer_pending(broker: NatsBroker, consumer: str) -> Refresh:

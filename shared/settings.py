@@ -45,6 +45,8 @@ class ServiceSettings(BaseSettings):
     replica_port: int | None = Field(None, ge=1, le=65535, validation_alias=_common("REPLICA_PORT"))
     # The replica's name (e.g. "issuer-2"), added to its log lines.
     replica: str | None = Field(None, validation_alias=_common("REPLICA"))
+    # When set, GET /metrics answers only `Authorization: Bearer <token>` (docs/operations.md).
+    metrics_token: str | None = Field(None, validation_alias=_common("METRICS_TOKEN"))
     # Copies of the events stream kept by a NATS cluster (3 in production; 1 on a single server).
     events_stream_replicas: int = Field(
         1, ge=1, le=5, validation_alias=_common("EVENTS_STREAM_REPLICAS")
@@ -54,6 +56,13 @@ class ServiceSettings(BaseSettings):
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _no_placeholder_token(cls, value: str | None) -> str | None:
+        if value is not None and value.lower() in _PLACEHOLDERS:
+            raise ValueError("TESSERA_METRICS_TOKEN is a placeholder; set a real secret")
+        return value
 
     @model_validator(mode="after")
     def _https_in_production(self) -> "ServiceSettings":

@@ -33,7 +33,12 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="Tessera events", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    instrument(app, "events", refresh=[consumer_pending(conn.broker, EVENTS_CONSUMER)])
+    instrument(
+        app,
+        "events",
+        settings.metrics_token,
+        refresh=[consumer_pending(conn.broker, EVENTS_CONSUMER)],
+    )
     app.include_router(google_callbacks_router(settings, conn))
     app.include_router(apple_wallet_router(wallet))
     return app

@@ -86,5 +86,5 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    instrument(app, "issuer", refresh=[outbox_pending(repo.outbox_size)])
+    instrument(app, "issuer", settings.metrics_token, refresh=[outbox_pending(repo.outbox_size)])
     return app

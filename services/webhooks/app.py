@@ -64,5 +64,10 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
 
     app = FastAPI(title="Tessera webhooks", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    instrument(app, "webhooks", refresh=[consumer_pending(conn.broker, WEBHOOKS_CONSUMER)])
+    instrument(
+        app,
+        "webhooks",
+        settings.metrics_token,
+        refresh=[consumer_pending(conn.broker, WEBHOOKS_CONSUMER)],
+    )
     return app

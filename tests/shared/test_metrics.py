@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.metrics import CONSUMER_PENDING, consumer_pending, instrument, outbox_pending
+from shared.settings import ServiceSettings
 
 Labels = tuple[str, str, str]
 
@@ -46,7 +47,7 @@ class RefuseLargeBodies:
         await self.app(scope, receive, send)
 
 
-def _app(service: str) -> FastAPI:
+def _app(service: str, token: str | None = None) -> FastAPI:
     router = APIRouter(prefix="/v1")
 
     @router.get("/passes/{pass_id}")
@@ -64,7 +65,7 @@ def _app(service: str) -> FastAPI:
     app = FastAPI()
     app.include_router(router)
     app.add_middleware(RefuseLargeBodies)
-    instrument(app, service)
+    instrument(app, service, token)
     return app
 
 
@@ -143,3 +144,21 @@ async def test_outbox_pending_is_read_at_scrape_and_minus_one_when_unknown() -> 
     assert REGISTRY.get_sample_value("tessera_outbox_pending") == 7
     await outbox_pending(unreachable)()
     assert REGISTRY.get_sample_value("tessera_outbox_pending") == -1
+
+
+def test_with_a_token_metrics_answer_only_its_bearer() -> None:
+    token = "m" * 32
+    with TestClient(_app(f"test-{uuid.uuid4().hex[:8]}", token)) as client:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+            refused = client.get("/metrics", headers=headers)
+            assert refused.status_code == 401
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+            assert "tessera_" not in refused.text
+        allowed = client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+        assert allowed.status_code == 200
+        assert "tessera_http_requests_total" in allowed.text
+
+
+def test_a_placeholder_metrics_token_is_refused() -> None:
+    with pytest.raises(ValueError, match="placeholder"):
+        ServiceSettings(metrics_token="changeme")
