@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from faststream.nats import JStream, NatsBroker
+from faststream import AckPolicy
+from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import StorageType, StreamConfig
@@ -23,8 +24,10 @@ from shared.messages import (
     EVENTS_SUBJECT_PREFIX,
     CommandFailed,
     CommandOk,
+    PassEventMessage,
     WireError,
     command_reply_adapter,
+    pass_event_adapter,
 )
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,31 @@ def events_stream_config(replicas: int = 1) -> StreamConfig:
 def events_stream() -> JStream:
     """The stream as subscribers name it; `ensure_events_stream` declares it, not FastStream."""
     return JStream(EVENTS_STREAM, declare=False)
+
+
+def subscribe_to_events(
+    broker: NatsBroker, durable: str, handle: Callable[[PassEventMessage], Awaitable[None]]
+) -> None:
+    """Consume every lifecycle event as the durable pull consumer `durable` (replicas share it).
+
+    NACK_ON_ERROR: when `handle` fails (MongoDB down) the event is redelivered, never lost. A
+    message that can never parse would be redelivered forever: it is rejected, loudly."""
+
+    @broker.subscriber(
+        f"{EVENTS_SUBJECT_PREFIX}.>",
+        stream=events_stream(),
+        durable=durable,
+        pull_sub=PullSub(batch_size=50, timeout=1.0),
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+    )
+    async def on_event(msg: NatsMessage) -> None:
+        try:
+            event = pass_event_adapter.validate_json(msg.body)
+        except ValidationError:
+            log.error("dropping malformed event %s on %s", msg.message_id, msg.raw_message.subject)
+            await msg.reject()
+            return
+        await handle(event)
 
 
 async def request_command(

@@ -1,47 +1,28 @@
 """The events service's NATS subscribers: the durable JetStream consumer (record each event,
 then acknowledge) and the wallet commands (`drop_push_token` from the issuer's pushes)."""
 
-import logging
 from typing import Any
 
-from faststream import AckPolicy
-from faststream.nats import NatsBroker, NatsMessage, PullSub
-from pydantic import ValidationError
+from faststream.nats import NatsBroker, NatsMessage
 
 from services.events.registrations import AppleWebService
 from services.events.repository import EventsRepository
 from services.events.service import record_event
 from shared.messages import (
     EVENTS_CONSUMER,
-    EVENTS_SUBJECT_PREFIX,
     WALLET_COMMANDS,
     WALLET_QUEUE,
-    pass_event_adapter,
+    PassEventMessage,
     wallet_command_adapter,
 )
-from shared.nats import events_stream, reply_to_command
-
-log = logging.getLogger(__name__)
+from shared.nats import reply_to_command, subscribe_to_events
 
 
 def register(broker: NatsBroker, repo: EventsRepository) -> None:
-    # NACK_ON_ERROR: a failed write (MongoDB down) is redelivered, never lost.
-    @broker.subscriber(
-        f"{EVENTS_SUBJECT_PREFIX}.>",
-        stream=events_stream(),
-        durable=EVENTS_CONSUMER,
-        pull_sub=PullSub(batch_size=50, timeout=1.0),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
-    )
-    async def on_event(msg: NatsMessage) -> None:
-        try:
-            event = pass_event_adapter.validate_json(msg.body)
-        except ValidationError:
-            # A message that can never parse would be redelivered forever: drop it, loudly.
-            log.error("dropping malformed event %s on %s", msg.message_id, msg.raw_message.subject)
-            await msg.reject()
-            return
+    async def record(event: PassEventMessage) -> None:
         await record_event(repo, event)
+
+    subscribe_to_events(broker, EVENTS_CONSUMER, record)
 
 
 def register_wallet_commands(broker: NatsBroker, wallet: AppleWebService) -> None:

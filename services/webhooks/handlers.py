@@ -7,22 +7,17 @@ never delayed NACKs here. A failed write (MongoDB down) NACKs the event so it is
 the unique (webhook, event) index makes the redelivery create only what is missing.
 """
 
-import logging
 from collections.abc import Callable
 
-from faststream import AckPolicy
-from faststream.nats import NatsBroker, NatsMessage, PullSub
-from pydantic import ValidationError
+from faststream.nats import NatsBroker
 
 from services.webhooks.delivery import fan_out
 from services.webhooks.repository import WebhookRepository
 from shared.clock import Clock
 from shared.logs import account_id_var
-from shared.messages import EVENTS_SUBJECT_PREFIX, WEBHOOKS_CONSUMER, pass_event_adapter
+from shared.messages import WEBHOOKS_CONSUMER, PassEventMessage
 from shared.models import DeliveryRecord
-from shared.nats import events_stream
-
-log = logging.getLogger(__name__)
+from shared.nats import subscribe_to_events
 
 
 def register(
@@ -32,21 +27,9 @@ def register(
     delays: list[float],
     offer: Callable[[list[DeliveryRecord]], None],
 ) -> None:
-    @broker.subscriber(
-        f"{EVENTS_SUBJECT_PREFIX}.>",
-        stream=events_stream(),
-        durable=WEBHOOKS_CONSUMER,
-        pull_sub=PullSub(batch_size=50, timeout=1.0),
-        ack_policy=AckPolicy.NACK_ON_ERROR,
-    )
-    async def on_event(msg: NatsMessage) -> None:
-        try:
-            event = pass_event_adapter.validate_json(msg.body)
-        except ValidationError:
-            # A message that can never parse would be redelivered forever: drop it, loudly.
-            log.error("dropping malformed event %s on %s", msg.message_id, msg.raw_message.subject)
-            await msg.reject()
-            return
+    async def fan_out_and_offer(event: PassEventMessage) -> None:
         account_id_var.set(event.account_id)
         if created := await fan_out(repo, clock, delays, event):
             offer(created)
+
+    subscribe_to_events(broker, WEBHOOKS_CONSUMER, fan_out_and_offer)

@@ -16,19 +16,12 @@ records a device fetching an updated pass as `updated` with `metadata.stage` "de
 (services/events/registrations.py); the issuer's update carries stage "pushed".
 """
 
-from typing import Any
+from typing import Any, get_args
+
+from shared.messages import WebhookEventType
 
 # Every webhook event type a subscription may name (spec 6.2), "*" aside.
-WEBHOOK_EVENT_TYPES = (
-    "pass.issued",
-    "pass.add_intent",
-    "pass.added_to_wallet",
-    "pass.update_pushed",
-    "pass.update_delivered",
-    "pass.removed",
-    "pass.voided",
-    "pass.redeemed",
-)
+WEBHOOK_EVENT_TYPES = tuple(kind for kind in get_args(WebhookEventType) if kind != "*")
 
 _DIRECT = {
     "created": "pass.issued",

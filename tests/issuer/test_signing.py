@@ -1,10 +1,7 @@
 """Tests for the development PKI and for loading real signing identities."""
 
 import datetime
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import TypedDict
 
@@ -21,8 +18,7 @@ from services.issuer.signing import (
     load_identity,
     load_identity_pkcs12,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.concurrent_runs import outputs_of_concurrent_runs
 
 
 class _Pem(TypedDict):
@@ -125,20 +121,7 @@ def test_dev_identity_concurrent_first_calls_agree(tmp_path: Path) -> None:
         "identity = ensure_dev_identity(Path(sys.argv[1]))\n"
         "print(identity.certificate.fingerprint(hashes.SHA256()).hex())\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, str(directory)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        for _ in range(4)
-    ]
-    outputs = [worker.communicate(timeout=60) for worker in workers]
-
-    assert [worker.returncode for worker in workers] == [0] * 4, outputs
-    fingerprints = {stdout.decode().strip() for stdout, _ in outputs}
+    fingerprints = outputs_of_concurrent_runs(script, str(directory))
     final = ensure_dev_identity(directory).certificate.fingerprint(hashes.SHA256()).hex()
     assert fingerprints == {final}
     assert not list(directory.glob("*.tmp"))

@@ -1,10 +1,7 @@
 """The development service account and loading real service account key files."""
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 
@@ -24,8 +21,7 @@ from services.issuer.google.identity import (
     load_service_account,
     service_account_json,
 )
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from tests.support.concurrent_runs import outputs_of_concurrent_runs
 
 
 def _mode(path: Path) -> int:
@@ -85,20 +81,7 @@ def test_dev_identity_concurrent_first_calls_agree(tmp_path: Path) -> None:
         "from services.issuer.google.identity import ensure_dev_google_identity\n"
         "print(ensure_dev_google_identity(Path(sys.argv[1])).private_key_id)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, str(directory)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        for _ in range(4)
-    ]
-    outputs = [worker.communicate(timeout=60) for worker in workers]
-
-    assert [worker.returncode for worker in workers] == [0] * 4, outputs
-    key_ids = {stdout.decode().strip() for stdout, _ in outputs}
+    key_ids = outputs_of_concurrent_runs(script, str(directory))
     assert key_ids == {ensure_dev_google_identity(directory).private_key_id}
     assert not list(directory.glob("*.tmp"))
 
