@@ -4,6 +4,7 @@ Used by `tessera up` and by the test fixtures, so both run the stack the same wa
 """
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -80,11 +81,30 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         return True
 
 
+# Where the kernel picks the local ports of outgoing connections (Linux's default range).
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+DEFAULT_EPHEMERAL_LOW = 32768
+# The lowest port a block is drawn from: above the well-known and common service ports.
+BLOCK_LOW = 20000
+
+
+def ephemeral_low() -> int:
+    try:
+        return int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return DEFAULT_EPHEMERAL_LOW
+
+
 def free_port_block(count: int, host: str = "127.0.0.1") -> int:
-    """The first of `count` consecutive free ports (for the api port and its offsets)."""
+    """The first of `count` consecutive free ports (the api port, its offsets and replica ports).
+
+    Drawn below the ephemeral range: a port there can be taken by any process's outgoing
+    connection between this check and the service's bind, which made stacks fail to start
+    ("Address already in use") once a stack needed 12 ports."""
+    high = max(BLOCK_LOW + count, ephemeral_low()) - count
     while True:
-        first = free_port(host)
-        if first + count < 65535 and all(port_free(first + i, host) for i in range(1, count)):
+        first = random.randint(BLOCK_LOW, high)  # noqa: S311 - not a secret
+        if all(port_free(first + i, host) for i in range(count)):
             return first
 
 
