@@ -31,7 +31,12 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
     box = SecretBox(settings.secret_key)
     resolve = resolver(settings.resolver_hosts_file)
     service = WebhookService(
-        repo, box, clock, allow_private=settings.allow_private_networks, resolver=resolve
+        repo,
+        box,
+        clock,
+        allow_private=settings.allow_private_networks,
+        max_per_account=settings.max_per_account,
+        resolver=resolve,
     )
     commands.register(conn.broker, service)
     scheduler = Scheduler(
@@ -40,6 +45,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         lease_seconds=settings.lease_seconds,
         max_concurrent=settings.max_concurrent_deliveries,
         max_per_endpoint=settings.max_concurrent_per_endpoint,
+        max_per_account=settings.max_concurrent_per_account,
         poll_seconds=settings.scheduler_poll_seconds,
     )
     handlers.register(conn.broker, repo, clock, settings.retry_delays, scheduler.offer)
@@ -67,7 +73,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
     instrument(
         app,
         "webhooks",
-        settings.metrics_token,
+        settings,
         refresh=[consumer_pending(conn.broker, WEBHOOKS_CONSUMER)],
     )
     return app

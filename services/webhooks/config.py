@@ -32,10 +32,16 @@ class WebhooksSettings(ServiceSettings):
     resolver_hosts_file: Path | None = Field(
         None, validation_alias=AliasChoices("TESSERA_WEBHOOK_RESOLVER_HOSTS_FILE")
     )
+    # Webhooks one account may have in one mode (test and live count separately).
+    max_per_account: int = Field(50, gt=0)
     # How long a replica's claim on an attempt lasts before another may take it over.
     lease_seconds: float = Field(60.0, gt=0)
-    max_concurrent_deliveries: int = Field(64, gt=0)
+    # Attempts in flight per replica: in all, to one webhook, and for one account. An attempt is
+    # a coroutine and a socket, so the total can be generous; the per-account share is what
+    # keeps one tenant's slow endpoints from taking the slots every other tenant needs.
+    max_concurrent_deliveries: int = Field(256, gt=0)
     max_concurrent_per_endpoint: int = Field(4, gt=0)
+    max_concurrent_per_account: int = Field(16, gt=0)
     scheduler_poll_seconds: float = Field(1.0, gt=0)
 
     @field_validator("retry_schedule")

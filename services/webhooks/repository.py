@@ -1,7 +1,8 @@
 """Every MongoDB call of the webhooks service: subscriptions and their deliveries."""
 
+import secrets
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
@@ -12,6 +13,9 @@ from shared.pagination import Page, PageRequest, fetch_page
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 DELIVERIES_LISTED = 100
+# What inserting a webhook came to: stored; beaten by a replay of the same create command; or
+# beaten to its slot by another create of the same account and mode.
+Inserted = Literal["inserted", "duplicate_command", "slot_taken"]
 
 
 class WebhookRepository:
@@ -26,6 +30,15 @@ class WebhookRepository:
         await self.webhooks.create_index([*scope, ("enabled", ASCENDING)])
         # One webhook per create command, even when two replicas run a replay of it at once.
         await self.webhooks.create_index("command_id", unique=True, sparse=True)
+        # Each webhook holds one of its account and mode's numbered slots, so the cap holds
+        # exactly under concurrent creates on any number of replicas, and a delete frees its
+        # slot with the webhook itself (no counter to drift). Partial: webhooks stored before
+        # slots existed hold none (free_slot counts them).
+        await self.webhooks.create_index(
+            [*scope, ("slot", ASCENDING)],
+            unique=True,
+            partialFilterExpression={"slot": {"$exists": True}},
+        )
         # One delivery per (webhook, event): a redelivered event creates nothing new.
         await self.deliveries.create_index(
             [("webhook_id", ASCENDING), ("event_id", ASCENDING)], unique=True
@@ -36,16 +49,46 @@ class WebhookRepository:
 
     # -- subscriptions -------------------------------------------------------------------------
 
-    async def insert(self, record: WebhookRecord, command_id: str | None = None) -> bool:
-        """False when the same create command inserted its webhook first (a concurrent replay)."""
+    async def free_slot(self, account_id: str, mode: str, limit: int) -> int | None:
+        """A slot below `limit` that no webhook of the account and mode holds, or None when
+        they have `limit` webhooks. Webhooks stored before slots existed hold none but count,
+        as if they held the top slots. Picked at random among the free ones, so concurrent
+        creates rarely collide."""
+        used: set[int] = set()
+        unslotted = 0
+        cursor = self.webhooks.find({"account_id": account_id, "mode": mode}, {"slot": 1})
+        async for doc in cursor:
+            if isinstance(doc.get("slot"), int):
+                used.add(doc["slot"])
+            else:
+                unslotted += 1
+        if len(used) + unslotted >= limit:  # also when the limit was lowered below the count
+            return None
+        free = [slot for slot in range(limit - unslotted) if slot not in used]
+        return secrets.choice(free) if free else None
+
+    async def insert(
+        self, record: WebhookRecord, command_id: str | None = None, slot: int | None = None
+    ) -> Inserted:
         document = record.to_document()
         if command_id is not None:
             document["command_id"] = command_id
+        if slot is not None:
+            document["slot"] = slot
         try:
             await self.webhooks.insert_one(document)
-        except DuplicateKeyError:
-            return False
-        return True
+        except DuplicateKeyError as exc:
+            pattern = (exc.details or {}).get("keyPattern") or {}
+            if "slot" in pattern:
+                return "slot_taken"
+            if "command_id" in pattern:
+                return "duplicate_command"
+            if command_id is None:
+                return "slot_taken"
+            # A store that does not say which index refused: the command's webhook tells.
+            mine = await self.webhooks.find_one({"command_id": command_id}, {"_id": 1})
+            return "slot_taken" if mine is None else "duplicate_command"
+        return "inserted"
 
     async def by_command(self, command_id: str) -> WebhookRecord | None:
         doc = await self.webhooks.find_one({"command_id": command_id})
@@ -62,7 +105,9 @@ class WebhookRepository:
         return None if doc is None else WebhookRecord.model_validate(doc)
 
     async def replace(self, record: WebhookRecord) -> None:
-        await self.webhooks.replace_one({"_id": record.id}, record.to_document())
+        """Store the record's fields; the webhook keeps its slot and create command id."""
+        fields = {key: value for key, value in record.to_document().items() if key != "_id"}
+        await self.webhooks.update_one({"_id": record.id}, {"$set": fields})
 
     async def delete(self, webhook_id: str) -> None:
         """Hard delete: the webhook, then its history (which also ends its pending retries)."""
@@ -110,17 +155,24 @@ class WebhookRepository:
     # -- delivery scheduling (claims with a lease, then the outcome of the attempt) -----------
 
     async def due(
-        self, now: datetime, limit: int, skip_webhooks: list[str]
+        self,
+        now: datetime,
+        limit: int,
+        skip_webhooks: list[str],
+        skip_accounts: list[str] | None = None,
     ) -> list[DeliveryRecord]:
         """Up to `limit` deliveries due now, the earliest first; nothing is claimed yet.
 
         Due: pending or failed, next attempt time reached, no live lease (an expired lease is
-        a dead replica's, so it is taken over). `skip_webhooks` are webhooks the caller already
-        sends to at its per-endpoint limit.
+        a dead replica's, so it is taken over). `skip_webhooks` and `skip_accounts` are those
+        the caller already sends for at its per-endpoint and per-account limits: left in, the
+        oldest deliveries of one busy account would fill every batch and starve the others.
         """
         query: dict[str, Any] = {**_due(now)}
         if skip_webhooks:
             query["webhook_id"] = {"$nin": skip_webhooks}
+        if skip_accounts:
+            query["account_id"] = {"$nin": skip_accounts}
         cursor = self.deliveries.find(query).sort("next_attempt_at", ASCENDING).limit(limit)
         return [DeliveryRecord.model_validate(doc) async for doc in cursor]
 

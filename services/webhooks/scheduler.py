@@ -10,9 +10,11 @@ endpoint), so they survive a restart of anything. Any number of replicas run thi
   never hold the same attempt. The outcome is written only under the same token. The lease
   (TESSERA_WEBHOOKS_LEASE_SECONDS, longer than the request timeout) outlives any attempt of a
   live replica; when a replica dies mid-attempt, its lease expires and another takes it over.
-- At most `max_concurrent_deliveries` attempts run at once per replica, and at most
-  `max_concurrent_per_endpoint` requests to one webhook: a claim skips webhooks at their limit,
-  so a slow or failing endpoint holds only its own slots and never delays the others.
+- At most `max_concurrent_deliveries` attempts run at once per replica, at most
+  `max_concurrent_per_endpoint` requests to one webhook and at most
+  `max_concurrent_per_account` for one account: the due query and the claims skip webhooks and
+  accounts at their limit, so a slow or failing endpoint holds only its own slots, and one
+  account's endpoints, however many, only the account's share, never delaying other accounts.
 - A new delivery is attempted at once: the consumer offers it to the scheduler right after
   inserting it, which claims it by id (no listing query). Retries this replica scheduled wake
   it when due; the poll (`scheduler_poll_seconds`) finds the rest, including deliveries left
@@ -38,7 +40,7 @@ from shared.models import DeliveryRecord
 log = logging.getLogger(__name__)
 
 # attempt(delivery, claim token, sent): `sent()` is called once the HTTP exchange is over, so
-# the endpoint's slot is free while the outcome is being recorded.
+# the endpoint's and the account's slots are free while the outcome is being recorded.
 Attempt = Callable[[DeliveryRecord, str, Callable[[], None]], Awaitable[NextState | None]]
 
 
@@ -55,6 +57,7 @@ class Scheduler:
         lease_seconds: float,
         max_concurrent: int,
         max_per_endpoint: int,
+        max_per_account: int,
         poll_seconds: float,
         owner: str | None = None,
     ):
@@ -64,6 +67,7 @@ class Scheduler:
         self._lease = timedelta(seconds=lease_seconds)
         self._max = max_concurrent
         self._max_per_endpoint = max_per_endpoint
+        self._max_per_account = max_per_account
         self._poll = poll_seconds
         self._owner = owner or replica_name()
         self._claims = itertools.count(1)
@@ -72,6 +76,7 @@ class Scheduler:
         self._offers: set[asyncio.Task[None]] = set()
         self._claiming = 0  # claims being made: they hold a slot until they are decided
         self._per_endpoint: Counter[str] = Counter()
+        self._per_account: Counter[str] = Counter()
         self._loop_task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -130,7 +135,8 @@ class Scheduler:
         started = 0
         while not self._stopping and (room := self._room()) > 0:
             busy = [hook for hook, n in self._per_endpoint.items() if n >= self._max_per_endpoint]
-            candidates = await self._repo.due(self._clock.now(), room * 2, busy)
+            full = [acct for acct, n in self._per_account.items() if n >= self._max_per_account]
+            candidates = await self._repo.due(self._clock.now(), room * 2, busy, full)
             claimed = await self._claim_and_start(candidates)
             started += claimed
             if claimed == 0 or len(candidates) < room * 2:
@@ -159,9 +165,13 @@ class Scheduler:
         for delivery in candidates:
             if self._stopping or self._room() <= 0:
                 break
-            if self._per_endpoint[delivery.webhook_id] < self._max_per_endpoint:
-                # Both slots are held while the claim is made, so no limit is overshot.
+            if (
+                self._per_endpoint[delivery.webhook_id] < self._max_per_endpoint
+                and self._per_account[delivery.account_id] < self._max_per_account
+            ):
+                # Every slot is held while the claim is made, so no limit is overshot.
                 self._per_endpoint[delivery.webhook_id] += 1
+                self._per_account[delivery.account_id] += 1
                 self._claiming += 1
                 picked.append((delivery, f"{self._owner}/{next(self._claims)}"))
         now = self._clock.now()
@@ -175,7 +185,7 @@ class Scheduler:
         claimed = 0
         for (delivery, token), won in zip(picked, claims, strict=True):
             if won is not True:
-                self._release_slot(delivery.webhook_id)  # another replica's, or an error
+                self._release_slots(delivery)  # another replica's, or an error
                 if isinstance(won, BaseException):
                     log.error("claiming webhook delivery %s failed: %r", delivery.id, won)
                 continue
@@ -185,10 +195,14 @@ class Scheduler:
             claimed += 1
         return claimed
 
-    def _release_slot(self, webhook_id: str) -> None:
-        self._per_endpoint[webhook_id] -= 1
-        if self._per_endpoint[webhook_id] <= 0:
-            del self._per_endpoint[webhook_id]
+    def _release_slots(self, delivery: DeliveryRecord) -> None:
+        for held, key in (
+            (self._per_endpoint, delivery.webhook_id),
+            (self._per_account, delivery.account_id),
+        ):
+            held[key] -= 1
+            if held[key] <= 0:
+                del held[key]
 
     async def _attempt_one(self, attempt: Attempt, delivery: DeliveryRecord, token: str) -> None:
         held = True
@@ -197,7 +211,7 @@ class Scheduler:
             nonlocal held
             if held:
                 held = False
-                self._release_slot(delivery.webhook_id)
+                self._release_slots(delivery)
                 self.kick()
 
         try:

@@ -3,6 +3,11 @@
 The signing secret is made here and returned only by create. A create that is retried after
 a timeout (same command_id) answers the same webhook with its secret, decrypted again: the
 first answer never reached the client, so it must still be able to learn the secret.
+
+An account has at most `max_per_account` webhooks per mode: each webhook takes one of the
+account and mode's numbered slots, unique in MongoDB (services/webhooks/repository.py), so the
+cap is exact under concurrent creates on any number of replicas. A replayed create answers its
+first webhook and takes no second slot; a delete frees the slot with the webhook.
 """
 
 from typing import Any
@@ -25,12 +30,14 @@ class WebhookService:
         clock: Clock,
         *,
         allow_private: bool,
+        max_per_account: int,
         resolver: Resolve = resolve,
     ):
         self._repo = repo
         self._box = box
         self._clock = clock
         self._allow_private = allow_private
+        self._max_per_account = max_per_account
         self._resolver = resolver
 
     async def handle(self, command: WebhooksCommand) -> dict[str, Any]:
@@ -84,14 +91,33 @@ class WebhookService:
                 "updated_at": now,
             }
         )
-        if not await self._repo.insert(record, cmd.command_id):
-            # A replay of this command on another replica created the webhook first (the api
-            # re-sends a command whose reply timed out): that one is the answer, not a second.
-            first = await self._repo.by_command(cmd.command_id)
-            if first is None:  # deleted since: nothing to answer with but an internal error
-                raise RuntimeError(f"webhook of command {cmd.command_id} vanished")
-            record, secret = first, self._box.open(first.secret_encrypted)
-        return {**_public(record), "secret": secret, "secret_shown": True}
+        # Each lost race for a slot means another create took it, so the tries are bounded by
+        # the slots there are (and one more for the answer that the cap is reached).
+        for _ in range(self._max_per_account + 1):
+            slot = await self._repo.free_slot(cmd.account_id, cmd.mode, self._max_per_account)
+            if slot is None:
+                # A replay of this command may have taken the last slot: its webhook answers.
+                if (first := await self._repo.by_command(cmd.command_id)) is not None:
+                    return _created(first, self._box.open(first.secret_encrypted))
+                raise InvalidRequest(
+                    f"This account already has {self._max_per_account} webhooks in {cmd.mode} "
+                    f"mode, the most it may have; delete one to create another.",
+                    code="webhook_limit_reached",
+                )
+            match await self._repo.insert(record, cmd.command_id, slot):
+                case "inserted":
+                    return _created(record, secret)
+                case "duplicate_command":
+                    # A replay of this command on another replica created the webhook first
+                    # (the api re-sends a command whose reply timed out): that one is the
+                    # answer, not a second.
+                    first = await self._repo.by_command(cmd.command_id)
+                    if first is None:  # deleted since: nothing to answer with but an error
+                        raise RuntimeError(f"webhook of command {cmd.command_id} vanished")
+                    return _created(first, self._box.open(first.secret_encrypted))
+                case "slot_taken":
+                    continue
+        raise RuntimeError(f"no webhook slot could be taken for command {cmd.command_id}")
 
     async def _existing(self, cmd: UpdateWebhook | DeleteWebhook) -> WebhookRecord:
         record = await self._repo.get(cmd.account_id, cmd.mode, cmd.webhook_id)
@@ -121,3 +147,8 @@ class WebhookService:
 def _public(record: WebhookRecord) -> dict[str, Any]:
     """The record as it may cross NATS: everything but the encrypted secret."""
     return record.model_dump(mode="json", exclude={"secret_encrypted"})
+
+
+def _created(record: WebhookRecord, secret: str) -> dict[str, Any]:
+    """A create's answer: the only one that carries the secret."""
+    return {**_public(record), "secret": secret, "secret_shown": True}

@@ -1,10 +1,13 @@
 """Where a webhook may be sent: public addresses only, unless private networks are allowed.
 
-A URL must be absolute http(s) with a host. Its host name is resolved and every address must be
-public: loopback, private, link-local (169.254.169.254 included), carrier-grade NAT, multicast,
-reserved, unspecified and their IPv6 equivalents (IPv4-mapped included) are refused. The sender
-resolves again at every attempt and connects to the address it checked, so a name that starts
-resolving to a private address after the webhook was created (DNS rebinding) is refused then.
+A URL must be absolute http(s) with a host, without control characters or whitespace (urlsplit
+drops tab, CR and LF, so the checked URL and the one sent would differ). Its host name is resolved
+and every address must be public: loopback, private, link-local (169.254.169.254 included),
+carrier-grade NAT, multicast, reserved, unspecified and their IPv6 equivalents are refused. An
+IPv6 address that carries an IPv4 address a translator or tunnel would reach is judged by that
+IPv4 address (see `embedded_ipv4`). The sender resolves again at every attempt and connects to
+the address it checked, so a name that starts resolving to a private address after the webhook
+was created (DNS rebinding) is refused then.
 """
 
 import asyncio
@@ -14,9 +17,24 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from shared.urls import url_characters_problem
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolve = Callable[[str, int], Awaitable[list[IPAddress]]]
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
+# IPv6 ranges whose last 32 bits are the IPv4 address a translator sends to: the NAT64
+# well-known prefix (RFC 6052; DNS64 answers a public host's address in it on IPv6-only
+# networks, which must keep working) and SIIT's IPv4-translated addresses (RFC 7915).
+_LAST_32_BITS = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::ffff:0:0:0/96"))
+# Refused whatever they carry. 64:ff9b:1::/48 is local-use NAT64 (RFC 8215): the operator picks
+# where in it the IPv4 address sits, so it cannot be read back. ::/96 is IPv4-compatible
+# (deprecated by RFC 4291; no public host is reached through it, yet some stacks still tunnel
+# it to the IPv4 address). 2001::/32 is Teredo, whose server and client addresses are relays.
+_REFUSED_V6 = (
+    ipaddress.ip_network("64:ff9b:1::/48"),
+    ipaddress.ip_network("::/96"),
+    ipaddress.ip_network("2001::/32"),
+)
 
 
 class UnsafeTarget(ValueError):
@@ -32,6 +50,8 @@ class Target:
 
 
 def parse(url: str) -> tuple[str, str, int]:
+    if (problem := url_characters_problem(url)) is not None:
+        raise UnsafeTarget(problem)
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise UnsafeTarget("must be an absolute http:// or https:// URL with a host")
@@ -44,9 +64,26 @@ def parse(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.hostname, port
 
 
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address that a packet to `address` ends up at through a translator or tunnel:
+    IPv4-mapped (::ffff:0:0/96), 6to4 (2002::/16, bits 16 to 47), NAT64 well-known prefix and
+    SIIT (last 32 bits). None when `address` carries none."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if any(address in network for network in _LAST_32_BITS):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def is_public(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return is_public(address.ipv4_mapped)
+    if isinstance(address, ipaddress.IPv6Address):
+        if any(address in network for network in _REFUSED_V6):
+            return False
+        if (embedded := embedded_ipv4(address)) is not None:
+            # Python's is_global calls these prefixes global whatever they carry.
+            return is_public(embedded)
     if isinstance(address, ipaddress.IPv4Address) and address in _CGNAT:
         return False
     return address.is_global and not address.is_multicast

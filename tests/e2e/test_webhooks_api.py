@@ -112,3 +112,44 @@ def test_webhooks_are_scoped_to_account_and_mode(stack: Stack) -> None:
         _error(client.patch(f"/v1/webhooks/{hook['id']}", json={"enabled": False}), 404, None)
         _error(client.delete(f"/v1/webhooks/{hook['id']}"), 404, None)
         _error(client.get("/v1/webhooks/whk_wrongprefixisnotfound"), 404, None)
+
+
+# Control characters and whitespace in a URL (F11): urlsplit drops tab, CR and LF, so the URL
+# checked and the URL sent would differ, and CR LF could split the request.
+UNSAFE_URL_CHARS = ["\r", "\n", "\r\n", "\t", "\x00", "\x1b", "\x7f", "\x85", "\x9f", " ", "\xa0"]
+
+
+@pytest.mark.parametrize("char", UNSAFE_URL_CHARS, ids=lambda char: repr(char))
+def test_control_characters_and_whitespace_in_urls_are_refused(stack: Stack, char: str) -> None:
+    account = stack.new_account()
+    url = f"http://127.0.0.1:9/ho{char}ok"
+    with stack.client(headers=account.headers()) as client:
+        created = client.post("/v1/webhooks", json={**HOOK, "url": url, "enabled": False})
+        _error(created, 400, "url")
+        assert created.json()["error"]["code"] == "url_invalid"
+        assert client.get("/v1/webhooks").json()["data"] == []
+        hook = client.post("/v1/webhooks", json={**HOOK, "enabled": False}).json()
+        _error(client.patch(f"/v1/webhooks/{hook['id']}", json={"url": url}), 400, "url")
+        assert client.get(f"/v1/webhooks/{hook['id']}").json()["url"] == HOOK["url"]
+    for service in ("api", "webhooks"):
+        assert "Traceback" not in stack.log_text(service)
+
+
+def test_the_number_of_webhooks_per_account_and_mode_is_capped(stack: Stack) -> None:
+    account, other = stack.new_account(), stack.new_account()
+    disabled = {**HOOK, "enabled": False}
+    with stack.client(headers=account.headers()) as client:
+        hooks = [client.post("/v1/webhooks", json=disabled).json() for _ in range(50)]
+        assert all(hook["id"].startswith("whk_") for hook in hooks)
+        refused = client.post("/v1/webhooks", json=disabled)
+        _error(refused, 400, None)
+        error = refused.json()["error"]
+        assert (error["type"], error["code"]) == ("invalid_request_error", "webhook_limit_reached")
+        assert "50 webhooks" in error["message"]
+        assert len(client.get("/v1/webhooks", params={"limit": 100}).json()["data"]) == 50
+        deleted = client.delete(f"/v1/webhooks/{hooks[0]['id']}")
+        assert deleted.status_code == 200, deleted.text
+        assert client.post("/v1/webhooks", json=disabled).status_code == 200
+        _error(client.post("/v1/webhooks", json=disabled), 400, None)
+    with stack.client(headers=other.headers()) as client:
+        assert client.post("/v1/webhooks", json=disabled).status_code == 200

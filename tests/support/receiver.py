@@ -96,6 +96,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             headers = {name.lower(): value for name, value in self.headers.items()}
             behaviour, status = receiver.answer(self.path, headers, body)
             if behaviour.delay_seconds and receiver.closing.wait(behaviour.delay_seconds):
+                # Hang up rather than wait for another request on this connection, so a sender
+                # still waiting for the answer learns at once that none is coming.
+                self.close_connection = True
                 return
             payload = behaviour.body.encode()
             try:

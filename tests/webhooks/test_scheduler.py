@@ -1,5 +1,6 @@
 """Claims and the scheduler loop against a real MongoDB-wire store: exclusive claims, lease
-takeover, and a slow endpoint that never holds back the others."""
+takeover, a slow endpoint that never holds back the others, and a busy account that never holds
+back other accounts."""
 
 import asyncio
 import itertools
@@ -106,14 +107,31 @@ async def test_a_delivery_attempted_since_it_was_listed_is_not_claimed(
     assert not await repo.claim(listed, T0, T0 + LEASE, "late/1")
 
 
-def _scheduler(repo: WebhookRepository, *, max_concurrent: int, per_endpoint: int) -> Scheduler:
+async def test_accounts_at_their_limit_are_not_listed(repo: WebhookRepository) -> None:
+    busy = delivery(account_id="acct_busy", next_attempt_at=T0 - timedelta(seconds=5))
+    other = delivery(account_id="acct_other", next_attempt_at=T0)
+    await repo.insert_delivery(busy)
+    await repo.insert_delivery(other)
+    assert [d.id for d in await repo.due(T0, 1, [])] == [busy.id]
+    assert [d.id for d in await repo.due(T0, 1, [], ["acct_busy"])] == [other.id]
+
+
+def _scheduler(
+    repo: WebhookRepository,
+    *,
+    max_concurrent: int,
+    per_endpoint: int,
+    per_account: int = 1000,
+    poll_seconds: float = 0.05,
+) -> Scheduler:
     return Scheduler(
         repo,
         SystemClock(),
         lease_seconds=60,
         max_concurrent=max_concurrent,
         max_per_endpoint=per_endpoint,
-        poll_seconds=0.05,
+        max_per_account=per_account,
+        poll_seconds=poll_seconds,
     )
 
 
@@ -204,19 +222,15 @@ async def test_an_offered_delivery_is_attempted_without_waiting_for_the_poll(
         attempted.set()
         return NextState("delivered", None)
 
-    scheduler = Scheduler(
-        repo,
-        SystemClock(),
-        lease_seconds=60,
-        max_concurrent=4,
-        max_per_endpoint=2,
-        poll_seconds=3600,  # the poll never comes during this test
-    )
+    # The poll never comes during this test.
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=2, poll_seconds=3600)
     listed = asyncio.Event()
     real_due = repo.due
 
-    async def due(now: datetime, limit: int, skip_webhooks: list[str]) -> list[DeliveryRecord]:
-        found = await real_due(now, limit, skip_webhooks)
+    async def due(
+        now: datetime, limit: int, skip_webhooks: list[str], skip_accounts: list[str] | None = None
+    ) -> list[DeliveryRecord]:
+        found = await real_due(now, limit, skip_webhooks, skip_accounts)
         listed.set()
         return found
 
@@ -231,3 +245,81 @@ async def test_an_offered_delivery_is_attempted_without_waiting_for_the_poll(
     finally:
         await scheduler.stop(grace_seconds=5)
     assert await _count(repo, "delivered") == 1
+
+
+class _Blocking:
+    """An attempt that holds the busy account's deliveries until released, and records how
+    many of them were in flight at most."""
+
+    def __init__(self, repo: WebhookRepository, busy_account: str):
+        self._repo = repo
+        self._busy = busy_account
+        self.release = asyncio.Event()
+        self.other_done = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def __call__(
+        self, record: DeliveryRecord, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        if record.account_id == self._busy:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            await self.release.wait()
+            self.in_flight -= 1
+        else:
+            self.other_done.set()
+        await self._repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        return NextState("delivered", None)
+
+
+async def test_a_busy_account_never_holds_back_another(repo: WebhookRepository) -> None:
+    now = datetime.now(UTC)
+    for n in range(12):  # many slow webhooks of one account, all due before the other's
+        await repo.insert_delivery(
+            delivery(
+                account_id="acct_busy",
+                webhook_id=f"whk_slow{n}",
+                next_attempt_at=now - timedelta(seconds=20 - n),
+            )
+        )
+    await repo.insert_delivery(delivery(account_id="acct_other", next_attempt_at=now))
+    attempt = _Blocking(repo, "acct_busy")
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=2, per_account=2)
+    scheduler.start(attempt)
+    try:
+        await asyncio.wait_for(attempt.other_done.wait(), timeout=10)
+        assert attempt.most_in_flight == 2  # the account's share, not the replica's 4 slots
+        attempt.release.set()
+        await _until(lambda: _count(repo, "delivered"), 13)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+    assert attempt.most_in_flight == 2
+
+
+async def test_offered_deliveries_keep_to_the_account_share(repo: WebhookRepository) -> None:
+    attempt = _Blocking(repo, "acct_busy")
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=2, per_account=2)
+    scheduler.start(attempt)
+    try:
+        busy = [delivery(account_id="acct_busy", webhook_id=f"whk_{n}") for n in range(6)]
+        for record in busy:
+            await repo.insert_delivery(record)
+        scheduler.offer(busy)
+        await _until(lambda: _leased(repo, "acct_busy"), 2)
+        other = delivery(account_id="acct_other")
+        await repo.insert_delivery(other)
+        scheduler.offer([other])
+        await asyncio.wait_for(attempt.other_done.wait(), timeout=10)
+        assert attempt.most_in_flight == 2
+        attempt.release.set()
+        await _until(lambda: _count(repo, "delivered"), 7)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+    assert attempt.most_in_flight == 2
+
+
+async def _leased(repo: WebhookRepository, account_id: str) -> int:
+    return await repo.deliveries.count_documents(
+        {"account_id": account_id, "lease_owner": {"$ne": None}}
+    )

@@ -1,0 +1,19 @@
+"""Characters a webhook URL may not contain, checked alike by the api and the webhooks service.
+
+Control characters (C0, DEL, C1) and whitespace are refused outright rather than stripped or
+percent-encoded: `urllib.parse.urlsplit` silently drops tab, CR and LF, so a URL holding them
+would be checked as one string and sent as another, and CR or LF could split the request line.
+"""
+
+import unicodedata
+
+
+def url_characters_problem(url: str) -> str | None:
+    """Why `url` may not be used as it is, or None when its characters are acceptable."""
+    for position, char in enumerate(url):
+        if unicodedata.category(char) == "Cc" or char.isspace():
+            return (
+                "must not contain control characters or whitespace "
+                f"(U+{ord(char):04X} at position {position})"
+            )
+    return None
