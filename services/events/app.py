@@ -22,7 +22,7 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     conn = open_connections(settings)
     repo = EventsRepository(conn.db)
     handlers.register(conn.broker, repo)
-    wallet = apple_wallet(conn)
+    wallet = apple_wallet(conn, settings)
     handlers.register_wallet_commands(conn.broker, wallet.service)
 
     @asynccontextmanager
@@ -36,7 +36,7 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     instrument(
         app,
         "events",
-        settings.metrics_token,
+        settings,
         refresh=[consumer_pending(conn.broker, EVENTS_CONSUMER)],
     )
     app.include_router(google_callbacks_router(settings, conn))

@@ -12,6 +12,7 @@ from typing import Final
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from services.events.bodies import bounded_body
 from services.events.config import EventsSettings
 from services.events.google_events import GoogleCallbacks, handle_callback, root_keys_from
 from services.events.repository import GoogleNonces
@@ -45,9 +46,11 @@ def google_callbacks_router(settings: EventsSettings, conn: Connections) -> APIR
     @router.post(PATH, include_in_schema=False)
     async def google_callback(request: Request) -> Response:
         try:
-            body = await request.body()
-            if len(body) > MAX_BODY_BYTES:
-                raise PayloadTooLarge("A Google Wallet callback is never this large.")
+            body = await bounded_body(request, MAX_BODY_BYTES)
+            if body is None:
+                raise PayloadTooLarge(
+                    "A Google Wallet callback is never this large.", code="body_too_large"
+                )
             await handle_callback(callbacks, body)
         except ApiError as exc:
             return JSONResponse(exc.envelope(), status_code=exc.status)

@@ -34,9 +34,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, cast
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+
+from shared.json_input import UntrustedJsonError, loads_untrusted
 
 PROTOCOL_VERSION: Final = "ECv2SigningOnly"
 # Google's guides name the sender "GooglePayPasses" (and Tink's sample does); newer pages of the
@@ -195,7 +197,7 @@ def public_key(value: str) -> ec.EllipticCurvePublicKey:
     """A base64 DER SubjectPublicKeyInfo that must hold a P-256 key."""
     try:
         key = serialization.load_der_public_key(_base64(value, "key"))
-    except ValueError as exc:
+    except (ValueError, UnsupportedAlgorithm) as exc:
         raise MalformedCallback(f"not a DER public key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePublicKey) or not isinstance(key.curve, ec.SECP256R1):
         raise MalformedCallback("signing keys must be ECDSA P-256 keys")
@@ -256,10 +258,12 @@ def _verifies(key: ec.EllipticCurvePublicKey, signature: bytes, data: bytes) -> 
 
 
 def _json(data: bytes, what: str) -> Any:
+    # Unverified bytes from the Internet (the signed parts are parsed before their signature is
+    # checked too): no RecursionError, lone surrogate or 65-bit integer may reach past here.
     try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise MalformedCallback(f"{what} is not JSON") from None
+        return loads_untrusted(data)
+    except UntrustedJsonError as exc:
+        raise MalformedCallback(f"{what} is not acceptable JSON ({exc.reason})") from None
 
 
 def _object(value: Any, what: str) -> dict[str, Any]:

@@ -8,6 +8,10 @@ Every way a pass call can fail to name a pass (no or malformed header, unknown s
 pass type, wrong token) is the same 401 after a constant-time comparison, so a caller without
 the token learns nothing about whether a serial number exists.
 
+A pass takes at most `max_devices` registrations (403 past it; a device already registered
+renews with 200 as always): a pass file in the wrong hands must not register thousands of
+devices, each an event, a webhook and a push on every update.
+
 Events: a new registration records `installed`, an unregistration `removed`, a 200 for an
 updated pass `updated` with stage `delivered`. Registrations are write-then-publish: when
 JetStream refuses the event the write is undone and the device gets 503 and retries; only a
@@ -29,13 +33,16 @@ from services.events.repository import Registrations, device_hash, registration_
 from services.events.update_tags import encode_tag, not_modified, updated_since
 from services.issuer.repository import IssuerReads, last_modified_after
 from shared.clock import Clock
+from shared.json_input import UntrustedJsonError, loads_untrusted
 from shared.messages import DropPushToken
 from shared.models import PassRecord
 
 log = logging.getLogger(__name__)
 
 # Push tokens go into the APNs request path: only what a hex (or base64-free) token can hold.
-_PUSH_TOKEN = re.compile(r"^[0-9A-Za-z]{8,512}$")
+# Used with fullmatch: `$` alone would let a trailing newline through.
+_PUSH_TOKEN = re.compile(r"[0-9A-Za-z]{8,512}")
+DEFAULT_MAX_DEVICES_PER_PASS = 20
 # Compared against when the serial is unknown, so that case costs what a wrong token costs.
 _NO_TOKEN = "-" * 32
 
@@ -68,11 +75,13 @@ class AppleWebService:
         issuer: IssuerReads,
         publisher: EventPublisher,
         clock: Clock,
+        max_devices: int = DEFAULT_MAX_DEVICES_PER_PASS,
     ):
         self._registrations = registrations
         self._issuer = issuer
         self._publisher = publisher
         self._clock = clock
+        self._max_devices = max_devices
 
     async def authenticate(
         self, pass_type: str, serial: str, authorization: str | None
@@ -112,9 +121,13 @@ class AppleWebService:
             "created_at": now,
             "updated_at": now,
         }
-        new = await self._registrations.upsert(document)
+        outcome = await self._registrations.register(document, self._max_devices)
+        if outcome == "full":
+            # 403, not 429 or 5xx: the cap does not lift with time, and Wallet should not retry.
+            log.info("refused a device for %s: it has %d already", record.id, self._max_devices)
+            return 403
         await self._registrations.renew_push_token(hashed, pass_type, push_token, now)
-        if not new:
+        if outcome == "renewed":
             return 200
         try:
             await self._publisher.publish(record, "installed", _metadata(hashed))
@@ -216,11 +229,15 @@ def _apple_token(authorization: str | None) -> str | None:
 
 def _push_token(body: bytes) -> str | None:
     try:
-        parsed = json.loads(body)
-    except ValueError:
+        parsed = loads_untrusted(body)
+    except UntrustedJsonError as exc:
+        log.info("refused a registration body: %s", exc.reason)
         return None
     token = parsed.get("pushToken") if isinstance(parsed, dict) else None
-    return token if isinstance(token, str) and _PUSH_TOKEN.match(token) else None
+    if not isinstance(token, str) or not _PUSH_TOKEN.fullmatch(token):
+        log.info("refused a registration body: no valid pushToken")
+        return None
+    return token
 
 
 def _pass_type_in(pkpass: bytes) -> str | None:

@@ -1,14 +1,16 @@
 """Every MongoDB call of the events service: `pass_events`, the Google callback nonces, and
-the Apple Wallet web service's `registrations` and `device_logs`, with the read classes other
-services use on them (`EventReads`, `RegistrationReads`, `DeviceLogReads`)."""
+the Apple Wallet web service's `registrations`, `device_logs` and `wallet_rate_windows`, with
+the read classes other services use on them (`EventReads`, `RegistrationReads`,
+`DeviceLogReads`)."""
 
 import contextlib
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.errors import DuplicateKeyError
 
 from shared.ids import new_id
@@ -115,13 +117,16 @@ class GoogleNonces:
 
 # --- Apple Wallet: device registrations and device logs -----------------------------------------
 # `registrations`: one document per (device, pass type, serial), `_id` = `registration_id(...)`,
-# so a registration is upserted race-free. The device library identifier is a shared secret
-# (it authorizes the serial-number listing), so only its SHA-256 is stored (`device`).
+# so a device registers a pass once however many requests race. Each holds one of its pass's
+# numbered `slot`s, unique per pass, which caps the devices of a pass exactly (`register`).
+# The device library identifier is a shared secret (it authorizes the serial-number listing),
+# so only its SHA-256 is stored (`device`).
 # `device_logs`: what devices POST to /v1/log, kept `DEVICE_LOG_TTL` and at most
 # `DEVICE_LOGS_PER_DAY` a day.
 
 DEVICE_LOG_TTL = timedelta(days=7)
 DEVICE_LOGS_PER_DAY = 1000
+Registered = Literal["created", "renewed", "full"]
 
 
 def device_hash(device_library_identifier: str) -> str:
@@ -141,21 +146,48 @@ class Registrations:
         await self._registrations.create_index([("device", ASCENDING), ("pass_type", ASCENDING)])
         await self._registrations.create_index("pass_id")
         await self._registrations.create_index(
+            [("pass_id", ASCENDING), ("slot", ASCENDING)],
+            unique=True,
+            partialFilterExpression={"slot": {"$exists": True}},
+        )
+        await self._registrations.create_index(
             [("pass_type", ASCENDING), ("push_token", ASCENDING)]
         )
 
-    async def upsert(self, document: Document) -> bool:
-        """Register, or renew the push token of an existing registration; True when new."""
+    async def register(self, document: Document, max_per_pass: int) -> Registered:
+        """Register a device for a pass in a free slot of the pass's `max_per_pass`, or renew the
+        push token of its existing registration; "full" (nothing written) when no slot is free.
+
+        Exact under concurrency: the unique index on (pass_id, slot) lets one of two devices
+        that chose the same slot in, and the other looks again. Registrations without a slot
+        (made before slots existed) and slots at or past the cap (left by a higher cap) only
+        ever decrease, and shrink the range of slots handed out, so a pass never has more than
+        `max_per_pass` registrations, whatever races.
+        """
         fresh = {"push_token": document["push_token"], "updated_at": document["updated_at"]}
-        try:
-            result = await self._registrations.update_one(
-                {"_id": document["_id"]},
-                {"$set": fresh, "$setOnInsert": _without(document, fresh)},
-                upsert=True,
+        # Every lost race means another registration got in, so this ends by max_per_pass + 1.
+        for _ in range(max_per_pass + 2):
+            renewed = await self._registrations.update_one(
+                {"_id": document["_id"]}, {"$set": fresh}
             )
-        except DuplicateKeyError:  # a concurrent first registration won: ours is a renewal
-            return await self.upsert(document)
-        return result.upserted_id is not None
+            if renewed.matched_count:
+                return "renewed"
+            slot = await self._free_slot(document["pass_id"], max_per_pass)
+            if slot is None:
+                return "full"
+            try:
+                await self._registrations.insert_one(document | {"slot": slot})
+            except DuplicateKeyError:  # this device, or another one for this slot, was first
+                continue
+            return "created"
+        return "full"
+
+    async def _free_slot(self, pass_id: str, max_per_pass: int) -> int | None:
+        cursor = self._registrations.find({"pass_id": pass_id}, {"slot": 1})
+        slots: list[int | None] = [doc.get("slot") async for doc in cursor]
+        outside = sum(slot is None or slot >= max_per_pass for slot in slots)
+        taken = set(slots)
+        return next((n for n in range(max_per_pass - outside) if n not in taken), None)
 
     async def renew_push_token(
         self, device: str, pass_type: str, push_token: str, at: datetime
@@ -170,7 +202,9 @@ class Registrations:
         return await self._registrations.find_one_and_delete({"_id": registration_id})
 
     async def restore(self, document: Document) -> None:
-        with contextlib.suppress(DuplicateKeyError):  # re-registered meanwhile: keep that one
+        # Re-registered meanwhile: keep that one. Its slot taken by another device meanwhile:
+        # the removal the device asked for stands (its retry is answered 200, without an event).
+        with contextlib.suppress(DuplicateKeyError):
             await self._registrations.insert_one(document)
 
     async def of_device(self, device: str, pass_type: str) -> list[Document]:
@@ -217,8 +251,43 @@ class DeviceLogs:
         return len(room)
 
 
-def _without(document: Document, keys: Document) -> Document:
-    return {key: value for key, value in document.items() if key not in keys}
+class WalletRateWindows:
+    """`wallet_rate_windows`: fixed-window request counters of the Apple web service, one
+    document per counter and window, `_id` = `<counter>:<window start>`, removed by a TTL
+    index once `expires_at` (after its window's end) passes."""
+
+    def __init__(self, db: Database):
+        self._windows = db["wallet_rate_windows"]
+
+    async def ensure_indexes(self) -> None:
+        await self._windows.create_index("expires_at", expireAfterSeconds=0)
+
+    async def count(self, counters: Sequence[tuple[str, int]], expires_at: datetime) -> bool:
+        """Count one request in each (window id, limit) counter not yet at its limit, all in
+        one round trip; False when any counter was at its limit already."""
+        # A pipeline update counts only below the limit, and a counter at its limit is left
+        # as it was, which the server reports as not modified: the sum of modified and
+        # upserted counters tells whether all were counted, without reading any back. The
+        # filter is an equality on _id alone, so when two requests create a window at once
+        # the server retries the loser's upsert as an update (MongoDB 4.2 and later).
+        operations = [
+            UpdateOne({"_id": window_id}, _count_below(limit, expires_at), upsert=True)
+            for window_id, limit in counters
+        ]
+        result = await self._windows.bulk_write(operations, ordered=False)
+        return result.upserted_count + result.modified_count == len(operations)
+
+
+def _count_below(limit: int, expires_at: datetime) -> list[Document]:
+    count = {"$ifNull": ["$count", 0]}
+    return [
+        {
+            "$set": {
+                "count": {"$cond": [{"$lt": [count, limit]}, {"$add": [count, 1]}, count]},
+                "expires_at": {"$ifNull": ["$expires_at", expires_at]},
+            }
+        }
+    ]
 
 
 class RegistrationReads:

@@ -1,8 +1,9 @@
 """Apple Wallet's pass web service, served at wallet_url (the webServiceURL of every pass).
 
-The five endpoints of Apple's "Wallet Passes web service" reference. Thin: read the path, the
-headers and a bounded body, call registrations.py or device_logs.py, and answer as Apple's
-devices expect: bare statuses, JSON for the serial listing, the .pkpass with Last-Modified.
+The five endpoints of Apple's "Wallet Passes web service" reference. Thin: count the request
+against the rate limits (rate_limits.py), read the path, the headers and a bounded body
+(bodies.py), call registrations.py or device_logs.py, and answer as Apple's devices expect:
+bare statuses, JSON for the serial listing, the .pkpass with Last-Modified.
 """
 
 from collections.abc import AsyncIterator
@@ -15,9 +16,12 @@ from fastapi.responses import JSONResponse, Response
 from starlette.background import BackgroundTask
 
 from services.events import device_logs
+from services.events.bodies import bounded_body
+from services.events.config import EventsSettings
 from services.events.events_out import EventPublisher
+from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
-from services.events.repository import DeviceLogs, Registrations
+from services.events.repository import DeviceLogs, Registrations, WalletRateWindows
 from services.events.update_tags import http_date
 from services.issuer.repository import IssuerReads
 from shared.clock import Clock, SystemClock
@@ -32,17 +36,32 @@ MAX_REGISTRATION_BYTES = 4096
 class AppleWallet:
     registrations: Registrations
     logs: DeviceLogs
+    windows: WalletRateWindows
+    limiter: WalletRateLimiter
     service: AppleWebService
     clock: Clock
 
 
-def apple_wallet(conn: Connections, clock: Clock | None = None) -> AppleWallet:
+def apple_wallet(
+    conn: Connections, settings: EventsSettings, clock: Clock | None = None
+) -> AppleWallet:
     clock = clock or SystemClock()
     registrations = Registrations(conn.db)
     service = AppleWebService(
-        registrations, IssuerReads(conn.db), EventPublisher(conn.broker, clock), clock
+        registrations,
+        IssuerReads(conn.db),
+        EventPublisher(conn.broker, clock),
+        clock,
+        max_devices=settings.max_devices_per_pass,
     )
-    return AppleWallet(registrations, DeviceLogs(conn.db), service, clock)
+    windows = WalletRateWindows(conn.db)
+    limits = WalletLimits(
+        window_seconds=settings.wallet_rate_window_seconds,
+        per_pass=settings.wallet_rate_limit_per_pass,
+        per_address=settings.wallet_rate_limit_per_address,
+    )
+    limiter = WalletRateLimiter(windows, limits, clock)
+    return AppleWallet(registrations, DeviceLogs(conn.db), windows, limiter, service, clock)
 
 
 def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
@@ -50,14 +69,25 @@ def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await wallet.registrations.ensure_indexes()
         await wallet.logs.ensure_indexes()
+        await wallet.windows.ensure_indexes()
         yield
 
     router = APIRouter(prefix="/v1", include_in_schema=False, lifespan=lifespan)
     registration = "/devices/{device}/registrations/{pass_type}/{serial}"
 
+    async def over_limit(request: Request, pass_key: tuple[str, str] | None) -> Response | None:
+        # uvicorn sets request.client from X-Forwarded-For only for the proxies it trusts.
+        address = request.client.host if request.client else None
+        retry_after = await wallet.limiter.retry_after(address, pass_key)
+        if not retry_after:
+            return None
+        return Response(status_code=429, headers={"Retry-After": str(retry_after)})
+
     @router.post(registration)
     async def register(device: str, pass_type: str, serial: str, request: Request) -> Response:
-        body = await _bounded_body(request, MAX_REGISTRATION_BYTES)
+        if (refusal := await over_limit(request, (pass_type, serial))) is not None:
+            return refusal
+        body = await bounded_body(request, MAX_REGISTRATION_BYTES)
         if body is None:
             return Response(status_code=413)
         authorization = request.headers.get("authorization")
@@ -66,12 +96,18 @@ def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
 
     @router.delete(registration)
     async def unregister(device: str, pass_type: str, serial: str, request: Request) -> Response:
+        if (refusal := await over_limit(request, (pass_type, serial))) is not None:
+            return refusal
         authorization = request.headers.get("authorization")
         status = await wallet.service.unregister(device, pass_type, serial, authorization)
         return Response(status_code=status)
 
     @router.get("/devices/{device}/registrations/{pass_type}")
-    async def updated_serials(device: str, pass_type: str, since: UpdatedSince = None) -> Response:
+    async def updated_serials(
+        device: str, pass_type: str, request: Request, since: UpdatedSince = None
+    ) -> Response:
+        if (refusal := await over_limit(request, None)) is not None:
+            return refusal
         found = await wallet.service.updated_serials(device, pass_type, since)
         if found is None:
             return Response(status_code=204)
@@ -81,6 +117,8 @@ def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
 
     @router.get("/passes/{pass_type}/{serial}")
     async def latest_pass(pass_type: str, serial: str, request: Request) -> Response:
+        if (refusal := await over_limit(request, (pass_type, serial))) is not None:
+            return refusal
         answer = await wallet.service.latest_pass(
             pass_type,
             serial,
@@ -104,19 +142,11 @@ def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
 
     @router.post("/log")
     async def log(request: Request) -> Response:
-        body = await _bounded_body(request, device_logs.MAX_BODY_BYTES)
+        if (refusal := await over_limit(request, None)) is not None:
+            return refusal
+        body = await bounded_body(request, device_logs.MAX_BODY_BYTES)
         if body is None:
             return Response(status_code=413)
         return Response(status_code=await device_logs.store_logs(wallet.logs, wallet.clock, body))
 
     return router
-
-
-async def _bounded_body(request: Request, limit: int) -> bytes | None:
-    """The request body, or None once it grows past `limit` bytes (it is not read further)."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)

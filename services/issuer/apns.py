@@ -29,6 +29,9 @@ from services.issuer.config import IssuerSettings
 from services.issuer.signing import SigningIdentity
 
 TOKEN_LIFETIME_SECONDS = 30 * 60
+# 400 reasons that say the token itself can never be pushed for this topic: made up (a device
+# registered with a token APNs never issued), or a token of another pass type.
+INVALID_TOKEN_REASONS = frozenset({"BadDeviceToken", "DeviceTokenNotForTopic"})
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,9 @@ class PushResult:
 
     @property
     def unregistered(self) -> bool:
-        return self.status == 410
+        """The token is dead (410) or invalid (400 BadDeviceToken, DeviceTokenNotForTopic):
+        its registrations are dropped."""
+        return self.status == 410 or (self.status == 400 and self.reason in INVALID_TOKEN_REASONS)
 
     @property
     def outcome(self) -> str:

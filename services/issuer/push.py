@@ -4,9 +4,10 @@ The command's `updated` (or `voided`) event is committed to the outbox held (`he
 minute ahead), so the relay does not publish it yet. `LiveUpdates.schedule` pushes in the
 background (the command's reply never waits for APNs) and then releases the event with the
 counts in its metadata: `devices_pushed` (APNs answered 200) and `push_failures` (anything
-else, including `devices_unregistered`, the 410s). A 410 means the token is dead for the pass
-type: the events service owns `registrations`, so the issuer asks it over NATS
-(`drop_push_token`) to remove the registrations that use it.
+else, including `devices_unregistered`, the 410s and invalid tokens). A 410 means the token is
+dead for the pass type, and a 400 `BadDeviceToken` or `DeviceTokenNotForTopic` that it never
+was one (a fake device registered it): the events service owns `registrations`, so the issuer
+asks it over NATS (`drop_push_token`) to remove the registrations that use it.
 
 Nothing here can fail the command. If the issuer dies between the commit and the release, the
 relay publishes the event when the hold runs out, marked `push_interrupted` (outbox.py).

@@ -3,7 +3,7 @@
 Registration 201/200/401 (and 400, 410, 413), unregistration 200/401, the serial listing
 200/204, the latest pass 200/304/401, the device log 200 (visible to operators) and 400/413.
 Every failure to name a pass with its token is the same bare 401, whether the serial exists
-or not.
+or not. Bodies no service could store (issue 10 F07, F12) are a 400 with no traceback logged.
 """
 
 import io
@@ -237,3 +237,31 @@ def test_device_logs_are_kept_for_operators(stack: Stack, wallet: httpx2.Client)
     assert len(newest["message"]) == 2000
     assert mine["message"] == logs[0]
     assert newest["id"].startswith("dlog_")
+
+
+def test_bodies_no_service_could_store_are_400_without_a_traceback(
+    stack: Stack, api: httpx2.Client, wallet: httpx2.Client
+) -> None:
+    """Issue 10 F07 and F12: each of these was a 500 with a traceback, or accepted."""
+    pass_ = new_pass(api)
+    path = registration(secrets.token_hex(16), pass_["serial_number"])
+    token, holder = secrets.token_hex(32), auth(token_of(pass_))
+    registrations = {
+        "deep": b'{"pushToken": ' + b"[" * 2000 + b"]" * 2000 + b"}",
+        "lone surrogate": b'{"pushToken": "\\ud800' + token.encode() + b'"}',
+        "trailing newline": json.dumps({"pushToken": token + "\n"}).encode(),
+    }
+    for name, body in registrations.items():
+        response = wallet.post(path, content=body, headers=holder)
+        assert (response.status_code, response.content) == (400, b""), name
+    logs = {
+        "deep": b'{"logs": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        "lone surrogate": b'{"logs": ["\\ud800"]}',
+        "lone surrogate in a key": b'{"logs": ["x"], "\\udfff": 1}',
+        "huge integer": b'{"logs": ["x"], "n": 123456789012345678901234567890}',
+    }
+    for name, body in logs.items():
+        assert wallet.post("/v1/log", content=body).status_code == 400, name
+    # The device can still register, and nothing above left a traceback in any events log.
+    assert wallet.post(path, json={"pushToken": token}, headers=holder).status_code == 201
+    assert "Traceback" not in stack.log_text("events")

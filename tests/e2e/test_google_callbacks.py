@@ -5,11 +5,15 @@ A pass is issued (development Google identity, issuer id DEV_ISSUER_ID), its cla
 events service's callback URL, and callbacks posted there record `installed` and `removed`.
 Replayed, expired, misaddressed, badly signed and unsigned callbacks answer 4xx and record
 nothing: each test ends with a valid callback whose event must be the next one recorded.
+JSON no service could store is a 400 without a traceback, and a 10 MB body is refused without
+being read (issue 10 F07, F03).
 """
 
 import base64
+import contextlib
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -154,7 +158,76 @@ def test_a_callback_for_an_unknown_pass_is_404(stack: Stack, signer: GoogleSigne
     assert_error(response, 404, "not_found_error")
 
 
+def test_json_no_service_could_store_is_400_without_a_traceback(
+    stack: Stack, signer: GoogleSigner
+) -> None:
+    """Issue 10 F07: these were 500s with a traceback each, which Google retries."""
+    _headers, pass_id = _issue(stack)
+    valid = json.loads(_signed(signer, pass_id))
+    surrogate_key = valid | {
+        "intermediateSigningKey": valid["intermediateSigningKey"] | {"signedKey": "\ud800"}
+    }
+    bodies = {
+        "deep": b"[" * 50_000,
+        "lone surrogate in signedKey": json.dumps(surrogate_key).encode(),
+        "65-bit integer": json.dumps(valid | {"signature": 2**64}).encode(),
+    }
+    nonces_before = _nonce_count(stack)
+    for name, body in bodies.items():
+        error = assert_error(_post(stack, pass_id, body), 400, "invalid_request_error")
+        assert error["code"] == "google_callback_malformed", (name, error)
+    assert _nonce_count(stack) == nonces_before
+    assert "Traceback" not in stack.log_text("events")
+
+
 def _nonce_count(stack: Stack) -> int:
     mongo: MongoClient[dict[str, Any]]
     with MongoClient(stack.mongo_url) as mongo:
         return mongo[stack.database]["google_callback_nonces"].count_documents({})
+
+
+TEN_MB = 10 * 1024 * 1024
+# What a refused body may cost a process: a few buffers of 64 KiB, nowhere near the body.
+MEMORY_SLACK_KB = 4 * 1024
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+@pytest.mark.parametrize("path", ["/google/callbacks", "/v1/log"])
+def test_a_10_mb_body_is_refused_without_being_read(
+    stack: Stack, path: str, declared: bool
+) -> None:
+    """Issue 10 F03: the body is streamed, with or without Content-Length, and refused with
+    413 while no events process grows by more than a few MB (peak resident memory)."""
+    url = stack.env()["TESSERA_WALLET_URL"] + path
+    headers = {"Content-Length": str(TEN_MB)} if declared else {}
+    httpx2.post(url, content=b"{}", timeout=10.0)  # the route's first-use allocations
+    pids = stack.pids("events")
+    assert pids
+    before = {pid: _reset_peak_memory_kb(pid) for pid in pids}
+    response = httpx2.post(url, content=_stream(TEN_MB), headers=headers, timeout=60.0)
+    if path == "/google/callbacks":
+        assert_error(response, 413, "invalid_request_error")
+    assert response.status_code == 413
+    growth = {pid: _status_kb(pid, "VmHWM") - before[pid] for pid in pids}
+    assert max(growth.values()) < MEMORY_SLACK_KB, growth
+
+
+def _stream(total: int, chunk: int = 64 * 1024) -> Iterator[bytes]:
+    block = b"[" * chunk
+    for _ in range(total // chunk):
+        yield block
+
+
+def _status_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def _reset_peak_memory_kb(pid: int) -> int:
+    """Reset the process's peak resident memory (VmHWM) to its current VmRSS, which is
+    returned: after the request, VmHWM minus this is the most the request made it grow."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+    return _status_kb(pid, "VmRSS")

@@ -1,6 +1,7 @@
 """Device logs are bounded: entries per request, characters per entry, entries per day."""
 
 import json
+import logging
 import secrets
 from datetime import UTC, datetime, timedelta
 
@@ -22,6 +23,26 @@ def test_a_log_body_is_a_list_of_strings_cut_to_size() -> None:
     assert len(parsed[1]) == MAX_MESSAGE_CHARS
     for bad in (b"", b"[]", b'{"logs": "one"}', b'{"logs": [1]}', b'{"other": []}', b"\xff"):
         assert parse_logs(bad) is None, bad
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"logs": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",  # RecursionError before issue 10 F07
+        b'{"logs": ["\\ud800"]}',  # a lone surrogate, which BSON refused with a 500
+        b'{"logs": ["ok"], "n": 99999999999999999999999}',
+        b'{"logs": [NaN]}',
+    ],
+    ids=["deep", "surrogate", "huge integer", "NaN"],
+)
+def test_a_body_no_service_could_store_is_refused_with_one_log_line(
+    body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="services.events.device_logs"):
+        assert parse_logs(body) is None
+    (line,) = caplog.records
+    assert line.getMessage().startswith("refused a device log body")
+    assert line.exc_info is None
 
 
 async def test_a_day_keeps_at_most_its_allowance(

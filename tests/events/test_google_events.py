@@ -150,6 +150,22 @@ async def test_without_root_keys_every_callback_is_503(db: Database, signer: Goo
 
 
 @pytest.mark.parametrize(
+    "body",
+    [b"[" * 50_000, b'{"protocolVersion": "\\ud800"}', b'{"a": 1e400}'],
+    ids=["deep", "surrogate", "infinite"],
+)
+async def test_json_no_service_could_store_is_a_400(
+    db: Database, signer: GoogleSigner, body: bytes
+) -> None:
+    """Issue 10 F07: these were 500s, which Google retries."""
+    broker = FakeBroker()
+    error = await _refused(_callbacks(db, signer, broker), body)
+    assert (error.status, error.code) == (400, "google_callback_malformed")
+    assert broker.published == []
+    assert await db["google_callback_nonces"].count_documents({}) == 0
+
+
+@pytest.mark.parametrize(
     ("overrides", "status", "code"),
     [
         ({"protocol": "ECv2"}, 400, "google_callback_wrong_protocol"),

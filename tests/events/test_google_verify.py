@@ -200,6 +200,53 @@ def test_malformed_bodies_are_refused(signer: GoogleSigner, body: bytes) -> None
         _verify(signer, body)
 
 
+def _unstorable() -> list[tuple[str, Any]]:
+    """Bodies that gave a 500 (RecursionError, UnicodeEncodeError) before issue 10 F07."""
+    deep: Any = "x"
+    for _ in range(40):
+        deep = [deep]
+    return [
+        ("deep body", lambda signer: b"[" * 100_000),
+        ("deep object", lambda signer: b'{"a":' * 50_000),
+        (
+            "lone surrogate in signedKey",
+            lambda signer: _dumps(_with_key(_callback(signer), signedKey="\ud800")),
+        ),
+        ("lone surrogate key", lambda signer: _dumps(_callback(signer) | {"\udfff": 1})),
+        ("NaN", lambda signer: _dumps(_callback(signer) | {"signature": float("nan")})),
+        ("65-bit integer", lambda signer: _dumps(_callback(signer) | {"signature": 2**64})),
+        (
+            "deep signed message",
+            lambda signer: _dumps(
+                _callback(
+                    signer,
+                    message={
+                        "classId": CLASS_ID,
+                        "objectId": OBJECT_ID,
+                        "eventType": "save",
+                        "nonce": "n",
+                        "expTimeMillis": NOW_MS + HOUR_MS,
+                        "extra": deep,
+                    },
+                )
+            ),
+        ),
+    ]
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    # ASCII: a lone surrogate goes out as the escape `\ud800`, as an attacker would send it.
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(("name", "make"), _unstorable(), ids=[u[0] for u in _unstorable()])
+def test_json_no_service_could_store_is_malformed(
+    signer: GoogleSigner, name: str, make: Any
+) -> None:
+    with pytest.raises(MalformedCallback, match="acceptable JSON"):
+        _verify(signer, make(signer))
+
+
 def _mutations() -> list[tuple[str, Any]]:
     return [
         ("extra key", lambda b: b | {"extra": 1}),

@@ -1,23 +1,28 @@
 """The Apple web service's logic on a real MongoDB and NATS: who is authenticated, push tokens
 that follow the device, undoing a registration whose event cannot be published, dropping dead
-tokens, and the Last-Modified of files stored before it was kept."""
+tokens, the Last-Modified of files stored before it was kept, bodies no service could store,
+the cap on devices per pass (exact under concurrency) and the rate limits."""
 
+import asyncio
 import io
 import json
+import logging
 import secrets
 import zipfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from services.events.events_out import EventPublisher
+from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
-from services.events.repository import RegistrationReads, Registrations
+from services.events.repository import RegistrationReads, Registrations, WalletRateWindows
 from services.issuer.repository import IssuerReads
 from shared.clock import SystemClock
-from shared.messages import DropPushToken
+from shared.messages import DropPushToken, PassEventMessage, PassEventType
 from shared.models import PassRecord
 from shared.mongo import Database, create_client
 from shared.nats import create_broker, ensure_events_stream
@@ -25,6 +30,20 @@ from tests.support.records import pass_record
 
 PASS_TYPE = "pass.dev.tessera"
 TOKEN = "t" * 32
+CAP = 4
+
+
+class CountingPublisher(EventPublisher):
+    """Publishes to the real stream, and remembers what it published."""
+
+    published: list[PassEventMessage]
+
+    async def publish(
+        self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any]
+    ) -> PassEventMessage:
+        event = await super().publish(record, event_type, metadata)
+        self.published.append(event)
+        return event
 
 
 @dataclass
@@ -33,6 +52,7 @@ class World:
     wallet: AppleWebService
     registrations: Registrations
     nats_url: str
+    publisher: CountingPublisher
 
     async def add_pass(self, **overrides: object) -> PassRecord:
         suffix = secrets.token_hex(4)
@@ -55,8 +75,17 @@ class World:
 
     async def register(self, record: PassRecord, device: str, push_token: str) -> int:
         body = json.dumps({"pushToken": push_token}).encode()
+        return await self.register_body(record, device, body)
+
+    async def register_body(self, record: PassRecord, device: str, body: bytes) -> int:
         return await self.wallet.register(
             device, PASS_TYPE, record.serial_number, f"ApplePass {TOKEN}", body
+        )
+
+    async def installed(self, record: PassRecord) -> int:
+        return sum(
+            event.pass_id == record.id and event.event_type == "installed"
+            for event in self.publisher.published
         )
 
 
@@ -70,9 +99,11 @@ async def world(mongo_url: str, nats_url: str) -> AsyncIterator[World]:
     registrations = Registrations(db)
     await registrations.ensure_indexes()
     clock = SystemClock()
-    wallet = AppleWebService(registrations, IssuerReads(db), EventPublisher(broker, clock), clock)
+    publisher = CountingPublisher(broker, clock)
+    publisher.published = []
+    wallet = AppleWebService(registrations, IssuerReads(db), publisher, clock, max_devices=CAP)
     try:
-        yield World(db, wallet, registrations, nats_url)
+        yield World(db, wallet, registrations, nats_url, publisher)
     finally:
         await broker.stop()
         await client.drop_database(db.name)
@@ -162,3 +193,151 @@ async def test_a_dead_token_is_dropped_unless_the_device_registered_again_since(
     assert await world.wallet.drop_push_token(other_type) == {"dropped": 0}
     assert await world.wallet.drop_push_token(command) == {"dropped": 1}
     assert await RegistrationReads(world.db).push_tokens(record.id) == []
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"pushToken": ' + b"[" * depth + b'"' + b"a" * 64 + b'"' + b"]" * depth + b"}"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _nested(5_000),  # RecursionError before issue 10 F07
+        _nested(40),
+        b'{"pushToken": "\\ud800aaaaaaaaaaaa"}',
+        b'{"pushToken": "' + b"a" * 64 + b'\\n"}',  # a trailing newline: F12
+        b'{"pushToken": "' + b"a" * 64 + b'", "n": 1e999}',
+        b'{"pushToken": "' + b"a" * 64 + b'", "\\u0000": 1}',
+        b"\xff",
+    ],
+    ids=["deep", "nested", "surrogate", "newline", "infinite", "nul key", "not utf-8"],
+)
+async def test_a_body_no_service_could_store_is_400_with_one_log_line(
+    world: World, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    record = await world.add_pass()
+    with caplog.at_level(logging.INFO, logger="services.events.registrations"):
+        assert await world.register_body(record, secrets.token_hex(16), body) == 400
+    (line,) = caplog.records
+    assert line.getMessage().startswith("refused a registration body")
+    assert line.exc_info is None
+    assert await RegistrationReads(world.db).push_tokens(record.id) == []
+
+
+async def test_a_push_token_must_match_entirely() -> None:
+    from services.events.registrations import _push_token
+
+    assert _push_token(b'{"pushToken": "abcdEF12"}') == "abcdEF12"
+    for token in ("abcdEF12\n", "abcdEF1", "abcd EF12", "abcdEF12\u0000", "a" * 513):
+        assert _push_token(json.dumps({"pushToken": token}).encode()) is None, token
+
+
+async def test_a_pass_takes_at_most_its_cap_of_devices(world: World) -> None:
+    record = await world.add_pass()
+    devices = [secrets.token_hex(16) for _ in range(CAP + 1)]
+    for device in devices[:CAP]:
+        assert await world.register(record, device, secrets.token_hex(32)) == 201
+    # One more is refused and records nothing; a registered device still renews.
+    assert await world.register(record, devices[CAP], "e" * 64) == 403
+    assert await world.register(record, devices[0], "f" * 64) == 200
+    assert await world.registrations.register(_document(record, devices[CAP]), CAP) == "full"
+    assert await world.installed(record) == CAP
+    assert len(await RegistrationReads(world.db).push_tokens(record.id)) == CAP
+    assert "e" * 64 not in await RegistrationReads(world.db).push_tokens(record.id)
+    # Another pass has its own devices; a device that leaves frees its place.
+    assert await world.register(await world.add_pass(), devices[CAP], "e" * 64) == 201
+    header = f"ApplePass {TOKEN}"
+    assert await world.wallet.unregister(devices[1], PASS_TYPE, record.serial_number, header) == 200
+    assert await world.register(record, devices[CAP], "e" * 64) == 201
+    assert await world.installed(record) == CAP + 1
+
+
+async def test_the_cap_holds_under_concurrent_registrations(world: World) -> None:
+    record = await world.add_pass()
+    devices = [secrets.token_hex(16) for _ in range(30)]
+    statuses = await asyncio.gather(
+        *(world.register(record, device, secrets.token_hex(32)) for device in devices),
+        # The same device twice at once is one registration.
+        *(world.register(record, devices[0], "a" * 64) for _ in range(3)),
+    )
+    assert statuses.count(201) == CAP
+    assert set(statuses) <= {200, 201, 403}
+    stored = await world.db["registrations"].find({"pass_id": record.id}).to_list()
+    assert len(stored) == CAP
+    assert sorted(doc["slot"] for doc in stored) == list(range(CAP))
+    assert await world.installed(record) == CAP
+
+
+async def test_registrations_without_a_slot_or_past_a_lowered_cap_count_against_it(
+    world: World,
+) -> None:
+    record = await world.add_pass()
+    older = [_document(record, secrets.token_hex(16)) for _ in range(2)]
+    for document in older:  # made before slots existed
+        await world.db["registrations"].insert_one(document)
+    higher = _document(record, secrets.token_hex(16)) | {"slot": CAP + 5}  # cap was higher
+    await world.db["registrations"].insert_one(higher)
+    statuses = await asyncio.gather(
+        *(world.register(record, secrets.token_hex(16), "b" * 64) for _ in range(10))
+    )
+    assert statuses.count(201) == CAP - 3
+    assert await world.db["registrations"].count_documents({"pass_id": record.id}) == CAP
+    # The older ones still renew.
+    assert await world.registrations.register(older[0], CAP) == "renewed"
+
+
+def _document(record: PassRecord, device: str) -> dict[str, Any]:
+    from services.events.repository import device_hash, registration_id
+
+    now = datetime.now(UTC)
+    return {
+        "_id": registration_id(device, PASS_TYPE, record.serial_number),
+        "device": device_hash(device),
+        "pass_type": PASS_TYPE,
+        "serial_number": record.serial_number,
+        "pass_id": record.id,
+        "account_id": record.account_id,
+        "mode": record.mode,
+        "push_token": "c" * 64,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+@dataclass
+class StoppedClock:
+    moment: datetime = field(default_factory=lambda: datetime(2031, 1, 1, 12, 0, 10, tzinfo=UTC))
+
+    def now(self) -> datetime:
+        return self.moment
+
+
+async def test_requests_past_a_limit_wait_for_the_next_window(world: World) -> None:
+    windows = WalletRateWindows(world.db)
+    await windows.ensure_indexes()
+    clock = StoppedClock()
+    limiter = WalletRateLimiter(windows, WalletLimits(60, per_pass=3, per_address=5), clock)
+    pass_key = (PASS_TYPE, "serial-1")
+    assert [await limiter.retry_after("192.0.2.1", pass_key) for _ in range(4)] == [0, 0, 0, 50]
+    # The pass's limit is spent, from any address. The address counted all four requests (a
+    # request refused by one limit still counts against the other): one is left.
+    assert await limiter.retry_after("192.0.2.2", pass_key) == 50
+    assert await limiter.retry_after("192.0.2.1", (PASS_TYPE, "serial-2")) == 0
+    assert await limiter.retry_after("192.0.2.1", None) == 50
+    assert await limiter.retry_after("2001:db8::1", None) == 0
+    clock.moment += timedelta(seconds=50)  # the next window
+    assert await limiter.retry_after("192.0.2.1", pass_key) == 0
+
+
+async def test_the_limits_hold_under_concurrent_requests(world: World) -> None:
+    windows = WalletRateWindows(world.db)
+    limiter = WalletRateLimiter(windows, WalletLimits(3600, 0, per_address=7), StoppedClock())
+    answers = await asyncio.gather(*(limiter.retry_after("192.0.2.9", None) for _ in range(25)))
+    assert answers.count(0) == 7
+
+
+async def test_a_limit_of_zero_is_no_limit(world: World) -> None:
+    limiter = WalletRateLimiter(WalletRateWindows(world.db), WalletLimits(60, 0, 0), SystemClock())
+    for _ in range(3):
+        assert await limiter.retry_after("192.0.2.3", (PASS_TYPE, "s")) == 0
+    assert await world.db["wallet_rate_windows"].count_documents({}) == 0

@@ -1,6 +1,7 @@
-"""Live-update pushes on a real MongoDB, NATS and the fake APNs: counts per answer, a 410 drops
-the token's registrations through the events service's command, and the held event is released
-with the counts. Nothing here raises, whatever APNs or the events service do."""
+"""Live-update pushes on a real MongoDB, NATS and the fake APNs: counts per answer, a 410 (or a
+400 saying the token is invalid) drops the token's registrations through the events service's
+command, and the held event is released with the counts. Nothing here raises, whatever APNs or
+the events service do."""
 
 import secrets
 from collections.abc import AsyncIterator
@@ -41,7 +42,7 @@ class Setup:
 
     async def register(self, pass_id: str, push_token: str) -> None:
         now = datetime.now(UTC)
-        await Registrations(self.db).upsert(
+        registered = await Registrations(self.db).register(
             {
                 "_id": secrets.token_hex(8),
                 "device": secrets.token_hex(32),
@@ -53,8 +54,10 @@ class Setup:
                 "push_token": push_token,
                 "created_at": now - timedelta(minutes=1),
                 "updated_at": now - timedelta(minutes=1),
-            }
+            },
+            max_per_pass=100,
         )
+        assert registered == "created"
 
 
 async def _events_service(nats_url: str, db: Database) -> NatsBroker:
@@ -118,6 +121,31 @@ async def test_every_registered_device_is_pushed_and_each_answer_counted(
     }
     assert {push.token for push in setup.fake.pushes()} == {fine, gone, broken}
     assert await RegistrationReads(setup.db).push_tokens(pass_id) == [fine, broken]
+
+
+async def test_tokens_apns_calls_invalid_are_dropped_like_dead_ones(
+    setup: Setup, nats_url: str
+) -> None:
+    """Issue 10 F05: a fake device's made-up token answers 400 BadDeviceToken (or, from another
+    pass type, DeviceTokenNotForTopic); its registrations go, other 400s keep theirs."""
+    events = await _events_service(nats_url, setup.db)
+    pass_id = new_id("pass")
+    made_up, foreign, throttled = "1" * 64, "2" * 64, "3" * 64
+    for token in (made_up, foreign, throttled):
+        await setup.register(pass_id, token)
+    setup.fake.answer(made_up, 400, "BadDeviceToken")
+    setup.fake.answer(foreign, 400, "DeviceTokenNotForTopic")
+    setup.fake.answer(throttled, 400, "BadPriority")
+    before = _pushes_by_result()
+    try:
+        report = await setup.live.push_pass(pass_id)
+    finally:
+        await events.stop()
+    assert report == PushReport(pushed=0, failures=3, unregistered=2)
+    after = _pushes_by_result()
+    assert after["unregistered"] - before["unregistered"] == 2
+    assert after["rejected"] - before["rejected"] == 1
+    assert await RegistrationReads(setup.db).push_tokens(pass_id) == [throttled]
 
 
 def _pushes_by_result() -> dict[str, float]:
