@@ -1,14 +1,18 @@
-"""The images of a template design: PNG checks, size limits, and scales (@1x, @2x, @3x).
+"""The images of a template design: PNG checks, cleaning, size limits, and scales (@1x, @2x, @3x).
 
 Each image is a base64 PNG string (the @1x image) or {"x1", "x2", "x3"}. A PNG is checked by
 its signature, its IHDR chunk (checksum, width and height against the image's limit at that
-scale), its IEND chunk and its size in bytes; see docs/templates.md#images.
+scale, before anything is decoded), its IEND chunk and its size in bytes; then it is cleaned
+(shared/png_clean.py: decoded under a pixel budget, re-encoded without ancillary chunks), and
+the cleaned PNG is what the design keeps. See docs/templates.md#images.
 """
 
 import base64
 import binascii
+import hashlib
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import (
@@ -24,7 +28,10 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from shared.bounded_cache import BoundedCache
+from shared.png_clean import MAX_DECODE_PIXELS, clean_png
+from shared.png_clean import PNG_SIGNATURE as PNG_SIGNATURE
+
 _PNG_IEND = b"\x00\x00\x00\x00IEND\xaeB`\x82"
 MAX_IMAGE_BYTES = 1024 * 1024  # per image file, decoded
 # The largest space (width, height in points) Wallet gives each image; an image may be smaller.
@@ -79,22 +86,68 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def check_png(encoded: str, image: str, scale: int) -> bytes:
-    """Decode `encoded` as the `image` (e.g. "icon") at `scale` and enforce its limits."""
-    label = image if scale == 1 else f"{image}@{scale}x"
+@dataclass(frozen=True)
+class CleanPng:
+    """A checked and cleaned image: the PNG, its base64 (as a design keeps it) and its size."""
+
+    data: bytes
+    encoded: str
+    width: int
+    height: int
+
+
+# Cleaned images by the SHA-256 of the base64 they came from. A design is validated more than
+# once (the string shorthand, then its x1; again when a pass is built from it), and decoding
+# is the costly part; the cleaned PNG is entered under its own base64 as well.
+_CLEANED: BoundedCache[bytes, CleanPng] = BoundedCache(
+    32 * 1024 * 1024, lambda clean: len(clean.data) + len(clean.encoded)
+)
+
+
+def check_png(encoded: str, image: str, scale: int) -> CleanPng:
+    """Decode `encoded` as the `image` (e.g. "icon") at `scale`, enforce its limits, clean it.
+
+    An image name without a known limit gets only the decode budget (MAX_DECODE_PIXELS).
+    """
+    limit = IMAGE_MAX_POINTS.get(image)
+    max_size = None if limit is None else (limit[0] * scale, limit[1] * scale)
+    return _clean(encoded, image if scale == 1 else f"{image}@{scale}x", max_size)
+
+
+def clean_stored_png(encoded: str, label: str) -> CleanPng:
+    """An image of a design saved earlier, cleaned (it may predate cleaning).
+
+    Only the decode budget applies, not the image's own pixel limit: Wallet scales a larger
+    image down, and a template saved before the limits existed must still issue passes.
+    """
+    return _clean(encoded, label, None)
+
+
+def _clean(encoded: str, label: str, max_size: tuple[int, int] | None) -> CleanPng:
+    key = _cache_key(encoded)
+    found = _CLEANED.get(key)
     try:
-        data = decode_base64_png(encoded)
+        if found is None:
+            data = decode_base64_png(encoded)
+            width, height = png_size(data)
+        else:
+            width, height = found.width, found.height
+        if max_size is not None and (width > max_size[0] or height > max_size[1]):
+            raise ValueError(f"is {width}x{height} px; at most {max_size[0]}x{max_size[1]} px")
+        if found is None:
+            # The pixel limits above are checked on IHDR before this decodes anything.
+            clean = clean_png(data, MAX_DECODE_PIXELS)
+            found = CleanPng(clean, base64.b64encode(clean).decode("ascii"), width, height)
+            _CLEANED.put(key, found)
+            _CLEANED.put(_cache_key(found.encoded), found)
     except ValueError as exc:
         raise ValueError(f"image {label!r} {exc}") from exc
-    limit = IMAGE_MAX_POINTS.get(image)
-    if limit is not None:
-        width, height = png_size(data)
-        max_width, max_height = limit[0] * scale, limit[1] * scale
-        if width > max_width or height > max_height:
-            raise ValueError(
-                f"image {label!r} is {width}x{height} px; at most {max_width}x{max_height} px"
-            )
-    return data
+    return found
+
+
+def _cache_key(encoded: str) -> bytes:
+    # surrogatepass: a lone surrogate is refused later as bad base64, not here as a crash.
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).digest()
 
 
 STORED: dict[str, bool] = {"stored": True}
@@ -103,8 +156,9 @@ STORED: dict[str, bool] = {"stored": True}
 def is_stored(info: ValidationInfo) -> bool:
     """Whether a design saved earlier is being loaded (validation context STORED).
 
-    Its PNGs were checked when it was saved; loading it again skips the decoding, and a design
-    saved before a limit existed stays usable. The .pkpass build still decodes every image.
+    Its PNGs were checked and cleaned when it was saved; loading it again skips the decoding,
+    and a design saved before a limit existed stays usable. The .pkpass build and the public
+    logo clean every image again (clean_stored_png, cached), for designs saved before cleaning.
     """
     return isinstance(info.context, dict) and info.context.get("stored") is True
 
@@ -129,17 +183,18 @@ class ImageScales(_Strict):
     def _shorthand(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, str):
             return data
-        if not is_stored(info):
-            # Checked here too, so that the error's path is the image itself, as it was sent.
-            check_png(data, cls.image_name, 1)
-        return {"x1": data}
+        if is_stored(info):
+            return {"x1": data}
+        # Checked here, so that the error's path is the image itself, as it was sent; x1 then
+        # finds the cleaned image in the cache.
+        return {"x1": check_png(data, cls.image_name, 1).encoded}
 
     @field_validator("x1", "x2", "x3")
     @classmethod
     def _png(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None and not is_stored(info):
-            check_png(value, cls.image_name, SCALES[str(info.field_name)])
-        return value
+        if value is None or is_stored(info):
+            return value
+        return check_png(value, cls.image_name, SCALES[str(info.field_name)]).encoded
 
     @model_serializer(mode="plain")
     def _compact(self) -> str | dict[str, str | None]:

@@ -4,16 +4,18 @@ Kept apart from the command logic in service.py: this is where identities, the G
 the public URLs meet the records.
 """
 
+import asyncio
 import logging
 
+from services.issuer.assets import pass_assets
 from services.issuer.content import metadata_dates
 from services.issuer.google.client import GoogleWalletError
 from services.issuer.google.passes import GoogleWallet, sync_template
 from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
-from services.issuer.pkpass import PassContent, build_pkpass
+from services.issuer.pkpass import PassContent, SignedPass, sign_pass
 from shared.design import Design
-from shared.errors import InternalError
+from shared.errors import InternalError, InvalidRequest
 from shared.metrics import PKPASS_BUILD
 from shared.models import PassRecord, TemplateRecord
 
@@ -30,7 +32,11 @@ class WalletArtifacts:
         self._wallet_url = wallet_url
 
     def logo_url(self, template: TemplateRecord, design: Design) -> str | None:
-        """Google fetches images by URL: the template's logo as the api serves it publicly."""
+        """Google fetches images by URL: the template's logo as the api serves it publicly.
+
+        Kept for an archived template (whose logo the api no longer serves): archiving must not
+        rewrite the Google class of passes that stay valid; Google keeps its fetched copy.
+        """
         return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
 
     async def google_link(
@@ -56,10 +62,23 @@ class WalletArtifacts:
                 code="google_wallet_unavailable",
             ) from exc
 
-    def pkpass(self, record: PassRecord, template: TemplateRecord, design: Design) -> bytes:
+    async def signed_pass(
+        self, record: PassRecord, template: TemplateRecord, design: Design
+    ) -> SignedPass:
         content = self.content(record, template, design)
         with PKPASS_BUILD.time():
-            return build_pkpass(content, self.identities.apple)
+            try:
+                # The first build of a design in this process decodes and cleans its images:
+                # off the event loop (Pillow releases the GIL while it decodes).
+                assets = await asyncio.to_thread(pass_assets, design, template.apple_style)
+            except ValueError as exc:
+                # Only a design saved before images were cleaned can get here.
+                raise InvalidRequest(
+                    f"Template '{template.id}' has an image Wallet cannot use: {exc}. Replace "
+                    f"it with PATCH /v1/templates/{template.id}.",
+                    code="template_image_invalid",
+                ) from exc
+            return sign_pass(content, self.identities.apple, assets)
 
     def content(self, record: PassRecord, template: TemplateRecord, design: Design) -> PassContent:
         dates = metadata_dates(record.metadata, strict=False)

@@ -1,8 +1,10 @@
 """The PNG files of a .pkpass: the design's images at their scales, and the default icon.
 
-Images are validated when a design is received (shared.design_images.check_png: base64, PNG
-signature, IHDR, IEND, byte and pixel limits); here they are decoded into pass files named as
-Wallet looks them up: `<name>.png`, `<name>@2x.png`, `<name>@3x.png`.
+Images are validated and cleaned when a design is received (shared.design_images.check_png:
+base64, PNG signature, IHDR, IEND, byte and pixel limits, then decoded and re-encoded without
+ancillary chunks). Here they are cleaned again, from a cache, since a design saved before
+cleaning existed may still hold raw images, and named as Wallet looks them up: `<name>.png`,
+`<name>@2x.png`, `<name>@3x.png`.
 """
 
 import functools
@@ -11,7 +13,7 @@ import struct
 import zlib
 
 from shared.design import Design
-from shared.design_images import PNG_SIGNATURE, STYLE_IMAGES, check_png, decode_base64_png
+from shared.design_images import PNG_SIGNATURE, STYLE_IMAGES, check_png, clean_stored_png
 
 DEFAULT_ICON_POINTS = 29  # Apple's classic icon size; the default icon is 29, 58 and 87 px.
 _DEFAULT_ICON_RGB = (0x4A, 0x5A, 0x6A)
@@ -19,22 +21,23 @@ _SCALED_NAME = re.compile(r"^(?P<image>[a-z]+)(?:@(?P<scale>[23])x)?$")
 
 
 def decode_png(encoded: str, name: str) -> bytes:
-    """Decode and check a base64 PNG; `name` ("icon", "logo@2x", ...) labels the error.
+    """Decode, check and clean a base64 PNG; `name` ("icon", "logo@2x", ...) labels the error.
 
     For a known image name the pixel limits of that image and scale apply as well.
     """
     match = _SCALED_NAME.match(name)
     if match is None:
-        return check_png(encoded, name, 1)
-    return check_png(encoded, match["image"], int(match["scale"] or 1))
+        return check_png(encoded, name, 1).data
+    return check_png(encoded, match["image"], int(match["scale"] or 1)).data
 
 
 def image_files(design: Design, apple_style: str) -> dict[str, bytes]:
     """Every image file of the pass, by file name; the icon is always there.
 
     Images the style does not show are left out (templates are checked for them when saved).
-    Only the PNG structure is checked here, not the pixel limits: Wallet scales a larger image
-    down, and a template saved before the limits existed must still issue passes.
+    Every image is cleaned (clean_stored_png: the decode budget, not the image's own pixel
+    limit, since Wallet scales a larger image down and a template saved before the limits
+    existed must still issue passes). Raises ValueError naming the file of an image that fails.
     """
     allowed = STYLE_IMAGES[apple_style]
     files: dict[str, bytes] = {}
@@ -46,10 +49,8 @@ def image_files(design: Design, apple_style: str) -> dict[str, bytes]:
         if name not in allowed:
             continue
         for scale, encoded in image.scales().items():
-            try:
-                files[file_name(name, scale)] = decode_base64_png(encoded)
-            except ValueError as exc:
-                raise ValueError(f"image {file_name(name, scale)!r} {exc}") from exc
+            label = file_name(name, scale)
+            files[label] = clean_stored_png(encoded, label).data
     return files
 
 

@@ -3,17 +3,19 @@
 A .pkpass is a zip of pass.json, images, `<lang>.lproj/pass.strings` files, manifest.json
 (SHA-1 of every other file) and `signature`, a detached DER PKCS#7 signature of manifest.json
 made with the pass type certificate and carrying Apple's WWDR intermediate. pass.json is
-rendered by `passjson`, images come from `images`, strings files from `localization`.
+rendered by `passjson`; images and strings files are the template version's shared `assets`
+(built once per design, with their digests); the zip is made by `bundle`.
 """
 
 import hashlib
-import io
 import json
-import zipfile
+from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.serialization import pkcs7
 
+from services.issuer.assets import PassAssets, pass_assets
+from services.issuer.bundle import pkpass_zip
 from services.issuer.content import (
     APPLE_STYLES,
     MIN_AUTH_TOKEN_LENGTH,
@@ -22,8 +24,7 @@ from services.issuer.content import (
     PassContent,
     metadata_dates,
 )
-from services.issuer.images import decode_png, default_icon_png, image_files
-from services.issuer.localization import localization_files
+from services.issuer.images import decode_png, default_icon_png
 from services.issuer.passjson import expand_barcode_message, render_pass_json
 from services.issuer.signing import SigningIdentity
 from shared.design_images import PNG_SIGNATURE
@@ -34,61 +35,78 @@ __all__ = [
     "PNG_SIGNATURE",
     "MetadataDateError",
     "MetadataDates",
+    "PassAssets",
     "PassContent",
+    "SignedPass",
     "build_pkpass",
     "decode_png",
     "default_icon_png",
     "expand_barcode_message",
     "manifest_for",
     "metadata_dates",
+    "pass_assets",
     "pass_files",
     "render_pass_json",
     "sign_manifest",
+    "sign_pass",
 ]
 
-# A fixed timestamp keeps the zip bytes stable for identical content (only the signature's
-# signing time varies between builds).
-_ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 _RESERVED_NAMES = frozenset({"manifest.json", "signature"})
+
+
+@dataclass(frozen=True)
+class SignedPass:
+    """A signed pass in parts: the files that are its own, and the assets it shares."""
+
+    pass_json: bytes
+    assets: PassAssets
+    manifest: bytes
+    signature: bytes
+
+    def zip(self) -> bytes:
+        return pkpass_zip(self.pass_json, self.assets.files, self.manifest, self.signature)
+
+
+def _pass_json_bytes(content: PassContent, identity: SigningIdentity) -> bytes:
+    pass_json = render_pass_json(content, identity)
+    return json.dumps(pass_json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def pass_files(content: PassContent, identity: SigningIdentity) -> dict[str, bytes]:
     """Every file the manifest lists: pass.json, the images and the strings files, in order."""
-    pass_json = json.dumps(
-        render_pass_json(content, identity), ensure_ascii=False, separators=(",", ":")
-    ).encode("utf-8")
-    return {
-        "pass.json": pass_json,
-        **image_files(content.design, content.apple_style),
-        **localization_files(content.design.localizations),
-    }
+    assets = pass_assets(content.design, content.apple_style)
+    return {"pass.json": _pass_json_bytes(content, identity), **dict(assets.files)}
+
+
+def sign_pass(
+    content: PassContent, identity: SigningIdentity, assets: PassAssets | None = None
+) -> SignedPass:
+    """Render pass.json and sign the manifest; `assets` defaults to those of the design."""
+    if assets is None:
+        assets = pass_assets(content.design, content.apple_style)
+    pass_json = _pass_json_bytes(content, identity)
+    # The assets' digests were computed once, when they were built.
+    digests = {"pass.json": hashlib.sha1(pass_json, usedforsecurity=False).hexdigest()}
+    manifest = _manifest_json(digests | assets.sha1)
+    return SignedPass(pass_json, assets, manifest, sign_manifest(manifest, identity))
 
 
 def build_pkpass(content: PassContent, identity: SigningIdentity) -> bytes:
     """Render, sign and zip a complete .pkpass bundle."""
-    files = pass_files(content, identity)
-    manifest = manifest_for(files)
-    files["manifest.json"] = manifest
-    files["signature"] = sign_manifest(manifest, identity)
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        # dicts keep insertion order: pass.json, images, strings, manifest.json, signature.
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, data)
-    return buffer.getvalue()
+    return sign_pass(content, identity).zip()
 
 
 def manifest_for(files: dict[str, bytes]) -> bytes:
     """Return manifest.json: a JSON object mapping each file path to its SHA-1 hex digest."""
-    reserved = _RESERVED_NAMES.intersection(files)
-    if reserved:
-        raise ValueError(f"the manifest cannot list {sorted(reserved)}")
     # SHA-1 is what Apple's manifest format specifies; the signature itself uses SHA-256.
     digests = {name: hashlib.sha1(data).hexdigest() for name, data in files.items()}  # noqa: S324
+    return _manifest_json(digests)
+
+
+def _manifest_json(digests: dict[str, str]) -> bytes:
+    reserved = _RESERVED_NAMES.intersection(digests)
+    if reserved:
+        raise ValueError(f"the manifest cannot list {sorted(reserved)}")
     return json.dumps(digests, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 

@@ -1,20 +1,39 @@
-"""Acceptance: a downloaded .pkpass verifies with openssl against the development CA."""
+"""Acceptance: a downloaded .pkpass verifies with openssl against the development CA; its
+images are cleaned and stored once per template version (issue 10, F13)."""
 
+import base64
 import hashlib
 import io
 import json
 import shutil
 import subprocess
 import zipfile
+import zlib
 from pathlib import Path
+from typing import Any
 
+import bson
+import httpx2
 import pytest
+from pymongo import MongoClient
+from pymongo.synchronous.database import Database
 
-from tests.support.flows import make_template
+from tests.issuer.pkpass_samples import (
+    all_scales,
+    b64,
+    chunk_types,
+    noisy_png,
+    pixels,
+    png,
+    png_with,
+)
+from tests.support.flows import TEMPLATE_BODY, make_template
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
 OPENSSL = shutil.which("openssl")
+HTML = b"<html><script>alert(document.cookie)</script></html>"
+PIXELS_ONLY = {b"IHDR", b"IDAT", b"IEND"}  # what a cleaned RGB PNG holds
 
 
 def _verify(folder: Path, root_ca: Path) -> subprocess.CompletedProcess[bytes]:
@@ -84,3 +103,160 @@ def test_download_is_cached_per_pass_version(stack: Stack) -> None:
     assert changed.status_code == 200
     assert changed.headers["ETag"] != etag
     assert changed.content != first.content
+
+
+def _texty(data: bytes) -> bytes:
+    """`data` with HTML in a tEXt chunk and a zTXt chunk that inflates to 20 MB."""
+    bomb = zlib.compress(b"\0" * (20 * 1024 * 1024), 9)
+    return png_with(data, (b"tEXt", b"Description\0" + HTML), (b"zTXt", b"Comment\0\0" + bomb))
+
+
+def _with_images(images: dict[str, Any]) -> dict[str, Any]:
+    return {"design": {**TEMPLATE_BODY["design"], "images": images}}
+
+
+def _db(stack: Stack) -> tuple[MongoClient[dict[str, Any]], Database[dict[str, Any]]]:
+    mongo: MongoClient[dict[str, Any]] = MongoClient(stack.mongo_url)
+    return mongo, mongo[stack.database]
+
+
+def _files(pkpass: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(pkpass)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_passes_of_one_template_store_its_images_once(stack: Stack, tmp_path: Path) -> None:
+    # Photo-like pixels do not compress: about 380 KB of PNG, in every pass as downloaded.
+    images = {
+        "icon": all_scales("icon"),
+        "logo": {"x1": b64(png(160, 50)), "x3": b64(noisy_png(480, 150, seed=1))},
+        "strip": b64(_texty(noisy_png(375, 144, seed=2))),
+    }
+    with stack.client(headers=stack.new_account().headers()) as client:
+        template = make_template(client, **_with_images(images))
+        issued = [
+            client.post("/v1/passes", json={"template_id": template["id"]}).json() for _ in range(2)
+        ]
+        downloads = [httpx2.get(one["download_url"], timeout=30).content for one in issued]
+
+    for download in downloads:
+        files = _files(download)
+        assert len(download) > 350_000
+        assert pixels(files["strip.png"]) == pixels(noisy_png(375, 144, seed=2))
+        assert set(chunk_types(files["strip.png"])) == PIXELS_ONLY
+        assert HTML not in download
+    folder = tmp_path / "bundle"
+    zipfile.ZipFile(io.BytesIO(downloads[0])).extractall(folder)
+    assert _verify(folder, stack.signing_dir / "root-ca.pem").returncode == 0
+
+    mongo, db = _db(stack)
+    with mongo:
+        stored = [db["pass_files"].find_one({"_id": one["id"]}) for one in issued]
+        assert all(doc is not None for doc in stored)
+        sizes = [len(bson.encode(doc)) for doc in stored if doc is not None]
+        [assets_id] = {doc["assets_id"] for doc in stored if doc is not None}
+        assets = db["template_assets"].find_one({"_id": assets_id})
+    assert max(sizes) < 8_000, sizes  # a few KB per pass: pass.json, manifest, signature
+    assert assets is not None
+    assert len(bson.encode(assets)) > 350_000
+
+
+def test_a_pass_file_stored_whole_still_downloads(stack: Stack) -> None:
+    with stack.client(headers=stack.new_account().headers()) as client:
+        issued = client.post("/v1/passes", json={"template_id": make_template(client)["id"]})
+        url = issued.json()["download_url"]
+        pkpass = httpx2.get(url, timeout=30).content
+        mongo, db = _db(stack)
+        with mongo:
+            current = db["pass_files"].find_one({"_id": issued.json()["id"]})
+            assert current is not None
+            # The shape written before template assets: the whole zip in `data`.
+            old = {key: current[key] for key in ("_id", "version", "created_at", "last_modified")}
+            old |= {"pass_type_identifier": current["pass_type_identifier"], "data": pkpass}
+            db["pass_files"].replace_one({"_id": old["_id"]}, old)
+        again = httpx2.get(url, timeout=30)
+    assert again.status_code == 200
+    assert again.content == pkpass
+
+    # Apple's "latest pass" (the events service) reads the same document.
+    serial = issued.json()["serial_number"]
+    token = json.loads(_files(pkpass)["pass.json"])["authenticationToken"]
+    pass_type = current["pass_type_identifier"]
+    latest = httpx2.get(
+        f"http://127.0.0.1:{stack.api_port + 1}/v1/passes/{pass_type}/{serial}",
+        headers={"Authorization": f"ApplePass {token}"},
+        timeout=30,
+    )
+    assert latest.status_code == 200
+    assert latest.content == pkpass
+
+
+def test_the_public_logo_is_cleaned_sent_with_nosniff_and_gone_once_archived(
+    stack: Stack,
+) -> None:
+    with stack.client(headers=stack.new_account().headers()) as client:
+        logo = _texty(png(160, 50))
+        template = make_template(client, **_with_images({"logo": b64(logo)}))
+        url = f"/t/{template['id']}/logo.png"
+        served = client.get(url)
+        assert client.delete(f"/v1/templates/{template['id']}").status_code == 200
+        archived = client.get(url)
+
+    assert served.status_code == 200
+    assert served.headers["content-type"] == "image/png"
+    assert served.headers["x-content-type-options"] == "nosniff"
+    assert served.headers["content-security-policy"] == "default-src 'none'"
+    assert set(chunk_types(served.content)) == PIXELS_ONLY
+    assert pixels(served.content) == pixels(png(160, 50))
+    assert archived.status_code == 404
+    assert archived.json()["error"]["type"] == "not_found_error"
+
+
+def test_a_template_stored_before_cleaning_issues_clean_passes(stack: Stack) -> None:
+    # Written straight into MongoDB, as a template saved before images were cleaned.
+    raw_icon = _texty(png(29, 29))
+    raw_logo = _texty(png(160, 50))
+    with stack.client(headers=stack.new_account().headers()) as client:
+        template = make_template(client)
+        broken = make_template(client)
+        mongo, db = _db(stack)
+        with mongo:
+            raw = {"icon": b64(raw_icon), "logo": b64(raw_logo)}
+            db["templates"].update_one({"_id": template["id"]}, {"$set": {"design.images": raw}})
+            bad = {"logo": b64(png(30, 10)[:33] + png(8, 8)[33:])}  # too few pixels to decode
+            db["templates"].update_one({"_id": broken["id"]}, {"$set": {"design.images": bad}})
+        issued = client.post("/v1/passes", json={"template_id": template["id"]})
+        refused = client.post("/v1/passes", json={"template_id": broken["id"]})
+        logo = client.get(f"/t/{template['id']}/logo.png")
+        no_logo = client.get(f"/t/{broken['id']}/logo.png")
+    assert issued.status_code == 200, issued.text
+    files = _files(httpx2.get(issued.json()["download_url"], timeout=30).content)
+    for name, original in (("icon.png", png(29, 29)), ("logo.png", png(160, 50))):
+        assert set(chunk_types(files[name])) == PIXELS_ONLY
+        assert pixels(files[name]) == pixels(original)
+    assert set(chunk_types(logo.content)) == PIXELS_ONLY
+    assert base64.b64encode(logo.content).decode() != raw["logo"]
+
+    # An image that cannot be cleaned is a clear 400 naming the template, never a 500.
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "template_image_invalid"
+    assert "image 'logo.png' could not be decoded as a PNG" in error["message"]
+    assert no_logo.status_code == 404
+    assert "Traceback" not in stack.log_text("issuer") + stack.log_text("api")
+
+
+def test_an_image_that_does_not_decode_is_refused_with_its_param(stack: Stack) -> None:
+    broken = png(30, 10)[:33] + png(8, 8)[33:]  # the IHDR promises more pixels than IDAT holds
+    with stack.client(headers=stack.new_account().headers()) as client:
+        refused = client.post(
+            "/v1/templates",
+            json={
+                **TEMPLATE_BODY,
+                **_with_images({"logo": {"x1": b64(png(5, 5)), "x2": b64(broken)}}),
+            },
+        )
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["param"] == "design.images.logo.x2"
+    assert "image 'logo@2x' could not be decoded as a PNG" in error["message"]

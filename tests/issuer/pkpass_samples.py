@@ -1,9 +1,13 @@
 """Designs and passes shared by the .pkpass tests: a minimal and a rich design per style."""
 
 import base64
+import io
+import random
 import struct
 import zlib
 from typing import Any
+
+from PIL import Image
 
 from services.issuer.content import APPLE_STYLES, PassContent
 from shared.design import IMAGE_MAX_POINTS, PNG_SIGNATURE, STYLE_IMAGES, Design
@@ -33,14 +37,45 @@ def png(width: int, height: int, rgb: tuple[int, int, int] = (200, 30, 60)) -> b
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return (
         PNG_SIGNATURE
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", zlib.compress(row * height))
-        + _chunk(b"IEND", b"")
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(row * height))
+        + chunk(b"IEND", b"")
     )
+
+
+def noisy_png(width: int, height: int, seed: int = 0) -> bytes:
+    """An RGB PNG of random pixels: it does not compress, like a photo (about 3 bytes a pixel)."""
+    raw = random.Random(seed).randbytes(width * height * 3)
+    out = io.BytesIO()
+    Image.frombytes("RGB", (width, height), raw).save(out, format="PNG")
+    return out.getvalue()
 
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def png_with(data: bytes, *chunks: tuple[bytes, bytes], after_idat: bool = False) -> bytes:
+    """`data` (a PNG) with extra chunks inserted after IHDR, or just before IEND."""
+    extra = b"".join(chunk(kind, body) for kind, body in chunks)
+    at = len(data) - 12 if after_idat else 33
+    return data[:at] + extra + data[at:]
+
+
+def chunk_types(data: bytes) -> list[bytes]:
+    """The chunk types of a PNG, in order."""
+    types, offset = [], 8
+    while offset < len(data):
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        types.append(data[offset + 4 : offset + 8])
+        offset += 12 + length
+    return types
+
+
+def pixels(data: bytes) -> tuple[str, tuple[int, int], bytes, Any]:
+    """What a PNG shows: mode, size, pixel bytes and transparency, as Pillow decodes them."""
+    with Image.open(io.BytesIO(data)) as image:
+        return image.mode, image.size, image.tobytes(), image.info.get("transparency")
 
 
 def all_scales(image: str) -> dict[str, str]:
@@ -165,6 +200,6 @@ def sample(style: str, variant: str) -> PassContent:
     )
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
+def chunk(kind: bytes, data: bytes) -> bytes:
     crc = zlib.crc32(kind + data) & 0xFFFFFFFF
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)

@@ -1,15 +1,34 @@
-"""Tests for pass images: PNG checks, size limits, scales and the default icon."""
+"""Tests for pass images: PNG checks, cleaning, size limits, scales and the default icon."""
 
+import base64
+import io
 import struct
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image, PngImagePlugin
 from pydantic import ValidationError
 
 from services.issuer.images import decode_png, default_icon_png, file_name, image_files
-from shared.design import IMAGE_MAX_POINTS, MAX_IMAGE_BYTES, Design
-from tests.issuer.pkpass_samples import all_scales, b64, png
+from shared.design import IMAGE_MAX_POINTS, MAX_IMAGE_BYTES, PNG_SIGNATURE, Design
+from shared.design_images import check_png, clean_stored_png
+from shared.png_clean import KEPT_CHUNKS, MAX_DECODE_PIXELS, clean_png
+from tests.issuer.pkpass_samples import (
+    all_scales,
+    b64,
+    chunk,
+    chunk_types,
+    pixels,
+    png,
+    png_with,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+BOMB_INFLATED_BYTES = 200 * 1024 * 1024
 
 
 def _design(images: dict[str, Any]) -> Design:
@@ -109,8 +128,13 @@ def test_a_string_image_round_trips_as_a_string_and_scales_as_an_object() -> Non
 
     dumped = design.model_dump(mode="json")["images"]
 
-    assert dumped["icon"] == icon
-    assert dumped["logo"] == logo
+    # What is kept is the cleaned PNG: the same pixels, re-encoded.
+    assert isinstance(dumped["icon"], str)
+    assert pixels(base64.b64decode(dumped["icon"])) == pixels(png(29, 29))
+    assert sorted(dumped["logo"]) == ["x1", "x2", "x3"]
+    for scale, encoded in logo.items():
+        assert pixels(base64.b64decode(dumped["logo"][scale])) == pixels(base64.b64decode(encoded))
+    # A cleaned design is its own cleaning.
     assert Design.model_validate(design.model_dump(mode="json")) == design
 
 
@@ -148,11 +172,12 @@ def test_decode_png_labels_errors(name: str, data: bytes, fragment: str) -> None
         decode_png(b64(data), name)
 
 
-def test_decode_png_returns_the_bytes() -> None:
+def test_decode_png_returns_the_cleaned_bytes() -> None:
     data = png(30, 10)
 
-    assert decode_png(b64(data), "logo@3x") == data
-    assert decode_png(b64(png(999, 999)), "custom") == png(999, 999)  # no limit known
+    assert pixels(decode_png(b64(data), "logo@3x")) == pixels(data)
+    custom = decode_png(b64(png(999, 999)), "custom")  # no limit known but the decode budget
+    assert pixels(custom) == pixels(png(999, 999))
 
 
 @pytest.mark.parametrize("size", [29, 58, 87])
@@ -176,7 +201,8 @@ def test_default_icon_is_valid_png(size: int) -> None:
     assert len(zlib.decompress(chunks[b"IDAT"])) == size * (1 + 3 * size)
     assert b"IEND" in chunks
     assert default_icon_png(size) is data  # cached, generated once
-    assert decode_png(b64(data), "icon" if size == 29 else f"icon@{size // 29}x") == data
+    cleaned = decode_png(b64(data), "icon" if size == 29 else f"icon@{size // 29}x")
+    assert pixels(cleaned) == pixels(data)
 
 
 def test_largest_scale_is_the_sharpest_given() -> None:
@@ -184,7 +210,10 @@ def test_largest_scale_is_the_sharpest_given() -> None:
     design = _design({"logo": {"x1": logo["x1"], "x2": logo["x2"]}, "icon": b64(png(29, 29))})
 
     assert design.images.logo is not None
-    assert design.images.logo.largest() == (2, logo["x2"])
+    sharpest = design.images.logo.x2
+    assert sharpest is not None
+    assert design.images.logo.largest() == (2, sharpest)
+    assert pixels(base64.b64decode(sharpest)) == pixels(base64.b64decode(logo["x2"]))
     assert design.images.icon is not None
     assert design.images.icon.largest()[0] == 1
 
@@ -198,7 +227,9 @@ def test_stored_designs_load_without_decoding_and_oversized_images_still_build()
 
     design = Design.from_stored(legacy)
 
-    assert image_files(design, "generic")["icon.png"] == png(120, 120)
+    built = image_files(design, "generic")["icon.png"]
+    assert pixels(built) == pixels(png(120, 120))
+    assert chunk_types(built) == [b"IHDR", b"IDAT", b"IEND"]
     assert design.model_dump(mode="json")["images"]["icon"] == icon
 
 
@@ -213,3 +244,182 @@ def test_a_stored_image_that_is_not_a_png_fails_the_build_with_its_file_name() -
 
     with pytest.raises(ValueError, match=r"image 'logo@2x\.png' is not valid base64"):
         image_files(design, "generic")
+
+
+# Cleaning (shared/png_clean.py): pixel and decompression budgets, ancillary chunks stripped.
+
+
+def _png_of(width: int, height: int, idat: bytes) -> bytes:
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+    return PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def _inflated_idat(data: bytes) -> bytes:
+    idat, offset = b"", 8
+    while offset < len(data):
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        if data[offset + 4 : offset + 8] == b"IDAT":
+            idat += data[offset + 8 : offset + 8 + length]
+        offset += 12 + length
+    return zlib.decompress(idat)
+
+
+def _zeros_compressed(size: int) -> bytes:
+    compressor = zlib.compressobj(9)
+    block = b"\0" * (2 * 1024 * 1024)
+    parts = [compressor.compress(block) for _ in range(size // len(block))]
+    return b"".join(parts) + compressor.flush()
+
+
+@pytest.fixture(scope="module")
+def bomb_icon() -> bytes:
+    """A 38x38 icon (its largest @1x size) whose IDAT inflates to 200 MB: 200 KB on disk."""
+    rows = (b"\0" + bytes((10, 20, 30)) * 38) * 38
+    compressor = zlib.compressobj(9)
+    head = compressor.compress(rows)
+    block = b"\0" * (2 * 1024 * 1024)
+    tail = [compressor.compress(block) for _ in range(BOMB_INFLATED_BYTES // len(block))]
+    return _png_of(38, 38, head + b"".join(tail) + compressor.flush())
+
+
+def test_a_decompression_bomb_icon_is_kept_as_its_pixels_only(bomb_icon: bytes) -> None:
+    assert len(bomb_icon) < MAX_IMAGE_BYTES
+
+    design = _design({"icon": b64(bomb_icon)})
+
+    assert design.images.icon is not None
+    stored = base64.b64decode(design.images.icon.x1)
+    assert chunk_types(stored) == [b"IHDR", b"IDAT", b"IEND"]
+    # Exactly what 38 rows of 38 RGB pixels need, each row with its filter byte.
+    assert len(_inflated_idat(stored)) == 38 * (1 + 38 * 3)
+    assert pixels(stored)[2] == bytes((10, 20, 30)) * 38 * 38
+    assert len(stored) < 1000
+
+
+def test_cleaning_bombs_costs_no_memory_beyond_the_pixels(bomb_icon: bytes, tmp_path: Path) -> None:
+    # The IDAT bomb, plus a zTXt chunk that inflates to 50 MB, measured in a fresh process:
+    # its peak resident size is not shared with the rest of the test run.
+    path = tmp_path / "bombs.png"
+    text = b"Comment\0\0" + _zeros_compressed(50 * 1024 * 1024)
+    path.write_bytes(png_with(bomb_icon, (b"zTXt", text)))
+    script = (
+        "import base64, resource, sys\n"
+        "from shared.design_images import check_png\n"
+        "encoded = base64.b64encode(open(sys.argv[1], 'rb').read()).decode()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "clean = check_png(encoded, 'icon', 1)\n"
+        "grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+        "print(grown, len(clean.data))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    grown_kib, cleaned_bytes = map(int, run.stdout.split())
+
+    assert grown_kib < 16 * 1024  # ru_maxrss is in KiB on Linux; 250 MB if anything inflated
+    assert cleaned_bytes < 1000
+
+
+def test_an_oversized_ihdr_is_refused_before_anything_is_decoded() -> None:
+    # The IDAT is not even zlib: decoding it would fail with another message.
+    huge = _png_of(100_000, 100_000, b"not zlib at all")
+
+    [(loc, msg)] = _errors({"icon": b64(huge)})
+    assert loc == ("images", "icon")
+    assert "image 'icon' is 100000x100000 px; at most 38x38 px" in msg
+
+    # A stored design (no per-image limit) still gets the decode budget.
+    with pytest.raises(ValueError, match=f"at most {MAX_DECODE_PIXELS} pixels are decoded"):
+        clean_stored_png(b64(huge), "icon.png")
+    with pytest.raises(ValueError, match="at most 100 pixels are decoded"):
+        clean_png(png(11, 10), max_pixels=100)
+
+
+def _pillow_png(image: Image.Image, **options: Any) -> bytes:
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Comment", "<script>alert(1)</script>")
+    info.add_text("XML:com.adobe.xmp", "<x:xmpmeta/>" * 50, zip=True)
+    out = io.BytesIO()
+    image.save(out, format="PNG", pnginfo=info, **options)
+    return out.getvalue()
+
+
+def _palette_with_transparency() -> bytes:
+    image = Image.new("P", (20, 10))
+    image.putpalette([0, 0, 0, 255, 0, 0, 0, 255, 0])
+    image.putdata([(x + y) % 3 for y in range(10) for x in range(20)])
+    return _pillow_png(image, transparency=1)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(lambda: _palette_with_transparency(), id="palette-trns"),
+        pytest.param(lambda: _pillow_png(Image.new("RGBA", (9, 7), (1, 2, 3, 40))), id="rgba"),
+        pytest.param(lambda: _pillow_png(Image.new("LA", (9, 7), (90, 128))), id="gray-alpha"),
+        pytest.param(lambda: _pillow_png(Image.new("1", (9, 7), 1)), id="bilevel"),
+        pytest.param(lambda: _pillow_png(Image.new("I;16", (9, 7), 40_000)), id="gray16"),
+        pytest.param(
+            lambda: _pillow_png(Image.new("RGB", (9, 7), (5, 6, 7)), transparency=(5, 6, 7)),
+            id="rgb-trns",
+        ),
+        pytest.param(
+            lambda: _pillow_png(Image.new("RGB", (9, 7), (5, 6, 7)), icc_profile=b"\0" * 200),
+            id="icc",
+        ),
+    ],
+)
+def test_cleaning_keeps_mode_pixels_and_transparency(source: Any) -> None:
+    original = source()
+    assert {b"tEXt", b"zTXt"} & set(chunk_types(original))
+
+    cleaned = clean_png(original)
+
+    assert set(chunk_types(cleaned)) <= KEPT_CHUNKS
+    assert pixels(cleaned) == pixels(original)
+    assert b"<script>" not in cleaned
+    assert clean_png(cleaned) == cleaned  # a cleaned image is its own cleaning
+
+
+def test_every_ancillary_chunk_goes_wherever_it_is() -> None:
+    ancillary = (
+        (b"tIME", b"\x07\xe9\x01\x01\x00\x00\x00"),
+        (b"eXIf", b"MM\x00*\x00\x00\x00\x08\x00\x00"),
+        (b"gAMA", struct.pack(">I", 45455)),
+        (b"acTL", struct.pack(">II", 1, 0)),
+        (b"prVt", b"private"),
+    )
+    data = png_with(png_with(png(8, 8), *ancillary), (b"tEXt", b"k\0<b>late</b>"), after_idat=True)
+
+    cleaned = clean_png(data)
+
+    assert chunk_types(cleaned) == [b"IHDR", b"IDAT", b"IEND"]
+    assert pixels(cleaned) == pixels(png(8, 8))
+
+
+def _with_bad_idat_crc(data: bytes) -> bytes:
+    crc_at = len(data) - 12 - 4
+    return data[:crc_at] + bytes([data[crc_at] ^ 0xFF]) + data[crc_at + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (png_with(png(4, 4), (b"ABCD", b"x")), "unknown chunk ABCD"),
+        (png_with(png(4, 4), (b"t3Xt", b"x")), "a chunk type is not four letters"),
+        (_with_bad_idat_crc(png(4, 4)), "IDAT checksum mismatch"),
+        (_png_of(4, 4, b"not zlib at all"), "could not be decoded as a PNG"),
+        (_png_of(4, 4, zlib.compress(b"\0" * 20)), "could not be decoded as a PNG"),
+        (png(4, 4)[:-12], "no IEND chunk"),
+    ],
+    ids=["unknown-critical", "bad-type", "idat-crc", "not-zlib", "too-few-pixels", "no-iend"],
+)
+def test_a_png_that_does_not_decode_is_refused(data: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        clean_png(data)
+    with pytest.raises(ValueError, match=f"image 'logo@2x' .*{message}"):
+        check_png(b64(data), "logo", 2)

@@ -1,5 +1,6 @@
 """Tests for .pkpass bundling and signing, checked against the real openssl."""
 
+import base64
 import hashlib
 import io
 import json
@@ -10,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from services.issuer.bundle import pkpass_zip
 from services.issuer.pkpass import (
     APPLE_STYLES,
     build_pkpass,
     default_icon_png,
     manifest_for,
+    pass_assets,
     sign_manifest,
+    sign_pass,
 )
 from services.issuer.signing import SigningIdentity, ensure_dev_identity
 from shared.design import Design
@@ -25,6 +29,7 @@ from tests.issuer.pkpass_samples import (
     b64,
     content,
     minimal_design,
+    pixels,
     png,
     sample,
 )
@@ -104,7 +109,10 @@ def test_every_file_is_signed_and_any_changed_byte_is_detected(
     assert names[0] == "pass.json"
     assert names[-2:] == ["manifest.json", "signature"]
     assert set(json.loads(archive.read("manifest.json"))) == set(names[:-2])
-    assert all(info.compress_type == zipfile.ZIP_DEFLATED for info in archive.infolist())
+    # PNGs are stored as they are (compressed already), everything else is deflated.
+    for info in archive.infolist():
+        png = info.filename.endswith(".png")
+        assert info.compress_type == (zipfile.ZIP_STORED if png else zipfile.ZIP_DEFLATED)
     assert style in json.loads(archive.read("pass.json"))
     verified = _openssl_verify(tmp_path, root_ca)
     assert verified.returncode == 0, verified.stderr.decode()
@@ -174,10 +182,13 @@ def test_images_are_bundled_at_the_scales_given(identity: SigningIdentity) -> No
     )
     archive = zipfile.ZipFile(io.BytesIO(build_pkpass(content(design), identity)))
 
-    assert archive.read("icon.png") == icon
+    # The cleaned images: the same pixels, and the bytes the design keeps.
+    assert pixels(archive.read("icon.png")) == pixels(icon)
     assert "icon@2x.png" not in archive.namelist()  # only what the design gives
+    assert design.images.logo is not None
     for scale, name in (("x1", "logo.png"), ("x2", "logo@2x.png"), ("x3", "logo@3x.png")):
-        assert b64(archive.read(name)) == scales[scale]
+        assert b64(archive.read(name)) == getattr(design.images.logo, scale)
+        assert pixels(archive.read(name)) == pixels(base64.b64decode(scales[scale]))
     assert set(json.loads(archive.read("manifest.json"))) == {
         "pass.json",
         "icon.png",
@@ -252,3 +263,38 @@ def test_invalid_content_is_rejected() -> None:
         content(authentication_token="short")
     with pytest.raises(ValueError, match="serial_number"):
         content(serial_number="")
+
+
+def test_passes_of_one_design_share_assets_built_once(identity: SigningIdentity) -> None:
+    design = Design.model_validate(
+        {
+            **minimal_design("generic"),
+            "images": {"logo": all_scales("logo")},
+            "localizations": {"fr": {"Seat": "Place"}},
+        }
+    )
+    first = sign_pass(content(design, serial_number="A"), identity)
+    second = sign_pass(content(design, serial_number="B"), identity)
+
+    assert first.assets is second.assets  # built once, then from the cache
+    assert first.pass_json != second.pass_json
+    # A design loaded again from storage (another object, equal content) finds them too.
+    assert (
+        pass_assets(Design.from_stored(design.model_dump(mode="json")), "generic") is first.assets
+    )
+    assert [name for name, _ in first.assets.files] == [
+        "icon.png",
+        "icon@2x.png",
+        "icon@3x.png",
+        "logo.png",
+        "logo@2x.png",
+        "logo@3x.png",
+        "fr.lproj/pass.strings",
+    ]
+    # The cached digests are the files' own: the manifest is what manifest_for computes.
+    archive = zipfile.ZipFile(io.BytesIO(first.zip()))
+    listed = {name: archive.read(name) for name in archive.namelist()[:-2]}
+    assert archive.read("manifest.json") == manifest_for(listed) == first.manifest
+    assert first.zip() == pkpass_zip(
+        first.pass_json, first.assets.files, first.manifest, first.signature
+    )

@@ -1,12 +1,26 @@
 """Tests for the template `design` model: new options, strict validation, style rules."""
 
+import base64
+import zlib
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from services.issuer.validation import validate_design
 from shared.design import STYLE_IMAGES, Design, DesignStyleError
-from tests.issuer.pkpass_samples import RICH_VARIANTS, all_scales, minimal_design, rich_design
+from shared.errors import InvalidRequest
+from tests.issuer.pkpass_samples import (
+    RICH_VARIANTS,
+    all_scales,
+    b64,
+    chunk_types,
+    minimal_design,
+    pixels,
+    png,
+    png_with,
+    rich_design,
+)
 
 _BASE: dict[str, Any] = {"organization_name": "T", "description": "D"}
 
@@ -148,3 +162,41 @@ def test_json_schema_accepts_a_string_or_scales_for_images() -> None:
 
     assert icon["anyOf"][0]["type"] == "string"
     assert icon["anyOf"][1]["required"] == ["x1"]
+
+
+def _texty_logo() -> bytes:
+    """A logo with a zTXt chunk that inflates to 50 MB and HTML in tEXt and iTXt chunks."""
+    html = b"<html><script>alert(document.cookie)</script></html>"
+    bomb = zlib.compress(b"\0" * (50 * 1024 * 1024), 9)
+    return png_with(
+        png(160, 50),
+        (b"zTXt", b"Comment\0\0" + bomb),
+        (b"tEXt", b"Description\0" + html),
+        (b"iTXt", b"XML:com.adobe.xmp\0\0\0\0\0" + html),
+    )
+
+
+def test_a_design_keeps_its_images_without_text_chunks() -> None:
+    logo = b64(_texty_logo())
+    for images in ({"logo": logo}, {"logo": {"x1": b64(png(5, 5)), "x2": logo}}):
+        body = {**minimal_design("generic"), "images": images}
+
+        # As the issuer stores it: validated, then dumped into the template record.
+        stored = validate_design(body, "generic").model_dump(mode="json")["images"]["logo"]
+
+        cleaned = base64.b64decode(stored if isinstance(stored, str) else stored["x2"])
+        assert chunk_types(cleaned) == [b"IHDR", b"IDAT", b"IEND"]
+        assert b"<script>" not in cleaned
+        assert pixels(cleaned) == pixels(png(160, 50))
+
+
+def test_an_image_that_does_not_decode_is_refused_with_its_param() -> None:
+    broken = png(30, 10)[:33] + png(8, 8)[33:]  # the IDAT holds too few pixels for the IHDR
+    design = {**minimal_design("generic"), "images": {"logo": {"x1": b64(png(5, 5))}}}
+    design["images"]["logo"]["x3"] = b64(broken)
+
+    with pytest.raises(InvalidRequest) as caught:
+        validate_design(design, "generic")
+
+    assert caught.value.param == "design.images.logo.x3"
+    assert "image 'logo@3x' could not be decoded as a PNG" in caught.value.message

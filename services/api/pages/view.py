@@ -57,7 +57,8 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
         value = record.field_values.get(field.key, field.default)
         if value:
             slots[field.slot].append(FieldView(field.key, field.label, value))
-    logo = design.images.logo is not None
+    # An archived template's logo answers 404 (endpoints/images.py): no broken image.
+    logo = design.images.logo is not None and not template.archived
     return PassView(
         organization=design.organization_name,
         description=design.description,
