@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.messages import EVENTS_STREAM
+from shared.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +68,31 @@ OUTBOX_PENDING = Gauge(
     "Events the issuer committed and has not yet published to JetStream (held ones included), "
     "read at scrape time.",
 )
+OUTBOX_SET_ASIDE = Counter(
+    "tessera_outbox_set_aside",
+    "Events the outbox relay set aside in outbox_dead_letters because they could not be "
+    "published (too large for NATS, malformed, or failing while the others were published).",
+)
+OUTBOX_DEAD_LETTERS = Gauge(
+    "tessera_outbox_dead_letters",
+    "Events in outbox_dead_letters, waiting for an operator; read at scrape time.",
+)
 
 Refresh = Callable[[], Awaitable[None]]
 
 
 def instrument(
-    app: FastAPI, service: str, token: str | None, refresh: Sequence[Refresh] = ()
+    app: FastAPI, service: str, settings: ServiceSettings, refresh: Sequence[Refresh] = ()
 ) -> None:
-    """Request metrics on every request of `app` and GET /metrics (behind `token` when set).
+    """Request metrics on every request of `app` and GET /metrics, behind TESSERA_METRICS_TOKEN
+    when it is set. In production /metrics is served only with a token: the api and events
+    ports are public, and metrics tell an outsider about every tenant's traffic.
     Call it after adding the app's other middleware, so this one is outermost."""
     app.add_middleware(HttpMetricsMiddleware, service=service)
+    token = settings.metrics_token
+    if token is None and settings.environment == "production":
+        log.warning("GET /metrics is off: set TESSERA_METRICS_TOKEN to serve it in production")
+        return
     app.include_router(metrics_router(token, refresh))
 
 
@@ -126,13 +142,21 @@ def consumer_pending(broker: NatsBroker, consumer: str) -> Refresh:
 def outbox_pending(read: Callable[[], Awaitable[int]]) -> Refresh:
     """A refresh that sets the outbox gauge from `read` (the issuer's count); when the store does
     not answer the gauge reads -1, which no real count is, so an alert can tell."""
+    return _count_gauge(OUTBOX_PENDING, read, "outbox size")
 
+
+def outbox_dead_letters(read: Callable[[], Awaitable[int]]) -> Refresh:
+    """A refresh that sets the dead-letter gauge from `read`; -1 when the store does not answer."""
+    return _count_gauge(OUTBOX_DEAD_LETTERS, read, "outbox dead letters")
+
+
+def _count_gauge(gauge: Gauge, read: Callable[[], Awaitable[int]], what: str) -> Refresh:
     async def update() -> None:
         try:
-            OUTBOX_PENDING.set(await read())
+            gauge.set(await read())
         except Exception as exc:  # a scrape must answer even when the store does not
-            log.warning("outbox size unavailable: %s", type(exc).__name__)
-            OUTBOX_PENDING.set(-1)
+            log.warning("%s unavailable: %s", what, type(exc).__name__)
+            gauge.set(-1)
 
     return update
 

@@ -18,7 +18,7 @@ from nats.js.errors import BadRequestError
 from pydantic import BaseModel, ValidationError
 from pymongo.errors import ConnectionFailure
 
-from shared.errors import ApiError, InternalError, error_from_wire
+from shared.errors import ApiError, InternalError, PayloadTooLarge, error_from_wire
 from shared.messages import (
     EVENTS_STREAM,
     EVENTS_SUBJECT_PREFIX,
@@ -38,6 +38,8 @@ DUPLICATE_WINDOW = timedelta(minutes=10)
 # The stream is a buffer between services, not the record (MongoDB is): a consumer that is down
 # for up to this long still receives everything when it comes back.
 EVENTS_RETENTION = timedelta(days=30)
+# Room left below max_payload for the headers and reply subject NATS adds to a request.
+COMMAND_HEADROOM_BYTES = 4096
 
 
 def create_broker(url: str) -> NatsBroker:
@@ -92,10 +94,17 @@ async def request_command(
     broker: NatsBroker, subject: str, command: BaseModel, timeout_seconds: float
 ) -> dict[str, Any]:
     """Send a command and return its result, or raise the ApiError the receiver replied with."""
-    try:
-        reply = await broker.request(
-            command.model_dump_json().encode(), subject, timeout=timeout_seconds
+    payload = command.model_dump_json().encode()
+    limit = max_payload(broker)
+    if limit is not None and len(payload) > limit - COMMAND_HEADROOM_BYTES:
+        # NATS would refuse it; the body limit normally stops such a request before this.
+        raise PayloadTooLarge(
+            f"The request is too large to process ({len(payload)} bytes as a command); "
+            f"send less than {limit - COMMAND_HEADROOM_BYTES} bytes.",
+            code="body_too_large",
         )
+    try:
+        reply = await broker.request(payload, subject, timeout=timeout_seconds)
     except NoRespondersError as exc:
         raise InternalError(
             "The service that handles this request is unavailable; retry shortly.",
@@ -113,13 +122,33 @@ async def request_command(
     raise error_from_wire(err.type, err.status, err.message, err.param, err.code)
 
 
+def max_payload(broker: NatsBroker) -> int | None:
+    """The largest message the connected server takes (its INFO max_payload)."""
+    try:
+        return int(broker.connection.max_payload)
+    except Exception:  # not connected yet: the publish itself will say so
+        return None
+
+
 async def reply_to_command(
-    body: bytes, handle: Callable[[bytes], Awaitable[dict[str, Any]]]
+    body: bytes,
+    handle: Callable[[bytes], Awaitable[dict[str, Any]]],
+    max_payload_bytes: int | None = None,
 ) -> bytes:
-    """Run a command handler and always produce a reply, never an exception."""
+    """Run a command handler and always produce a reply, never an exception.
+
+    A result larger than `max_payload_bytes` could not be sent (FastStream drops such a reply
+    without a word, and the requester sees a timeout): it is logged and answered as an error."""
     error: ApiError
     try:
-        return CommandOk(result=await handle(body)).model_dump_json().encode()
+        reply = CommandOk(result=await handle(body)).model_dump_json().encode()
+        if max_payload_bytes is None or len(reply) <= max_payload_bytes:
+            return reply
+        log.error("a reply of %d bytes is over NATS's max_payload; answering an error", len(reply))
+        error = InternalError(
+            "The result is too large to send; it was stored. Contact the operator.",
+            code="reply_too_large",
+        )
     except ApiError as exc:
         error = exc
     except ValidationError as exc:

@@ -14,6 +14,7 @@ import sys
 import uvicorn
 from fastapi import FastAPI
 
+from shared.http_protocol import with_header_deadline
 from shared.logs import configure_logging
 from shared.settings import ServiceSettings
 
@@ -60,7 +61,13 @@ def serve(service: str, app: FastAPI, settings: ServiceSettings, port: int) -> N
         sys.exit(STARTUP_FAILURE)
     log.info("listening on %s", _described(settings, port))
     config = uvicorn.Config(
-        app, host=settings.host, port=port, log_config=None, access_log=False, lifespan="on"
+        app,
+        host=settings.host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        http=with_header_deadline(settings.header_timeout_seconds),
     )
     server = uvicorn.Server(config)
     try:

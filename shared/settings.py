@@ -47,6 +47,10 @@ class ServiceSettings(BaseSettings):
     replica: str | None = Field(None, validation_alias=_common("REPLICA"))
     # When set, GET /metrics answers only `Authorization: Bearer <token>` (docs/operations.md).
     metrics_token: str | None = Field(None, validation_alias=_common("METRICS_TOKEN"))
+    # A connection must send a complete request head within this long (shared/http_protocol.py).
+    header_timeout_seconds: float = Field(
+        10.0, gt=0, validation_alias=_common("HEADER_TIMEOUT_SECONDS")
+    )
     # Copies of the events stream kept by a NATS cluster (3 in production; 1 on a single server).
     events_stream_replicas: int = Field(
         1, ge=1, le=5, validation_alias=_common("EVENTS_STREAM_REPLICAS")

@@ -157,7 +157,7 @@ def up(data_dir: Path, host: str, port: int, replicas: int = 1) -> int:
             "mongodb_url": mongo_url,
         }
         ready_file.write_text(json.dumps(ready, indent=2) + "\n")
-        _banner(ready, account, data_dir, members, port)
+        _banner(ready, account, data_dir, members, port, _private_webhooks(stack_env))
         return _supervise(infra, services)
     except Stop as stop:
         _say(f"{stop} received; stopping")
@@ -197,12 +197,31 @@ def _supervise(infra: list[Child], services: list[Child]) -> int:
             child.start()
 
 
+def _private_webhooks(env: dict[str, str]) -> bool:
+    """What the webhooks service will read from TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS."""
+    value = env.get("TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS", "")
+    return value.strip().lower() in {"1", "true", "yes", "on", "y", "t"}
+
+
+def _webhook_target_lines(private_allowed: bool) -> list[str]:
+    if private_allowed:
+        return [
+            "  Webhooks may target loopback and private addresses here",
+            "  (TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true; production refuses them).",
+        ]
+    return [
+        "  Webhooks may target public addresses only",
+        "  (TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS is off).",
+    ]
+
+
 def _banner(
     ready: dict[str, str],
     account: dict[str, str],
     data_dir: Path,
     members: list[Replica],
     port: int,
+    private_webhooks: bool,
 ) -> None:
     lines = [
         "",
@@ -219,8 +238,7 @@ def _banner(
         f"  Test API key:  {account['test_key']}",
         "",
         "  export TESSERA_KEY=" + account["test_key"],
-        "  Webhooks may target loopback and private addresses here",
-        "  (TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true; production refuses them).",
+        *_webhook_target_lines(private_webhooks),
         "Press Ctrl+C to stop.",
         "",
     ]

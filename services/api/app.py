@@ -81,7 +81,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     errors.install(app)
     openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
-    instrument(app, "api", settings.metrics_token)
+    instrument(app, "api", settings)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
     routers = (
         templates,

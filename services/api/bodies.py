@@ -9,7 +9,6 @@ from typing import Any
 # enough to overflow serialization or MongoDB's 100-level limit. Bodies are checked for them
 # before validation so they answer 400 naming the offending field instead of a 500.
 MAX_BODY_DEPTH = 32
-MAX_METADATA_DEPTH = 16
 _INT64 = range(-(2**63), 2**63)
 
 
@@ -43,17 +42,3 @@ def storable_problem(value: Any, path: tuple[str, ...]) -> tuple[str | None, str
             if (problem := storable_problem(item, (*path, str(key)))) is not None:
                 return problem
     return None
-
-
-def _depth(value: Any) -> int:
-    if isinstance(value, dict | list):
-        items = value.values() if isinstance(value, dict) else value
-        return 1 + max((_depth(item) for item in items), default=0)
-    return 0
-
-
-def check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
-    for key, value in (metadata or {}).items():
-        if _depth(value) > MAX_METADATA_DEPTH:
-            raise ValueError(f"metadata.{key} is nested more than {MAX_METADATA_DEPTH} levels deep")
-    return metadata

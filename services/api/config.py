@@ -57,6 +57,8 @@ class ApiSettings(ServiceSettings):
     port: int = 8000
     # The operator API (/admin/v1) is served only when this is set.
     admin_token: str | None = Field(None, validation_alias=AliasChoices("TESSERA_ADMIN_TOKEN"))
+    # Wrong admin tokens one client address may present per 5 minutes (docs/operations.md).
+    admin_guesses_per_window: int = Field(10, gt=0)
     max_body_bytes: int = Field(1_048_576, gt=0)
     idempotency_ttl: timedelta = timedelta(hours=24)
     # The plan table; an account whose plan is missing here gets the "free" limits.

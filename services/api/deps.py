@@ -17,7 +17,12 @@ from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
 from services.api.events_out import publish_pass_event
 from services.api.idempotency import IdempotencyPolicy
-from services.api.limits import enforce_rate_limit, reserve_pass
+from services.api.limits import (
+    count_admin_failure,
+    enforce_rate_limit,
+    refuse_admin_guessing,
+    reserve_pass,
+)
 from services.api.repository import ApiRepository
 from services.events.repository import DeviceLogReads, EventReads
 from services.issuer.repository import IssuerReads
@@ -99,14 +104,24 @@ PrincipalDep = Annotated[Principal, Depends(_principal)]
 
 
 async def _admin(
-    ctx: ContextDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+    ctx: ContextDep,
+    request: Request,
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> None:
     token = ctx.settings.admin_token
     if token is None:
         # The operator API does not exist unless configured.
         raise NotFound("Unrecognized request URL.")
-    presented = _bearer(authorization) or ""
+    # Behind a proxy this is the proxy's address unless uvicorn is told to trust its
+    # X-Forwarded-For (FORWARDED_ALLOW_IPS; docs/operations.md).
+    client = request.client.host if request.client else "unknown"
+    await refuse_admin_guessing(ctx.repo, ctx.clock, client, ctx.settings.admin_guesses_per_window)
+    try:
+        presented = _bearer(authorization) or ""
+    except AuthenticationError:
+        presented = ""
     if not hmac.compare_digest(presented.encode(), token.encode()):
+        await count_admin_failure(ctx.repo, ctx.clock, client)
         raise AuthenticationError("Invalid admin token.", code="invalid_admin_token")
 
 

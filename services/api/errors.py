@@ -75,6 +75,9 @@ def _allowed_methods(request: Request) -> str | None:
     return ", ".join(allowed) or None
 
 
+NOT_JSON = InvalidRequest(
+    "The request body is not valid JSON (or is nested too deeply to read).", code="invalid_json"
+)
 STORE_UNAVAILABLE = InternalError(
     "The database is unavailable; retry shortly with the same Idempotency-Key.",
     code="service_unavailable",
@@ -106,8 +109,12 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 404:
             err = NotFound(f"Unrecognized request URL ({request.method} {request.url.path}).")
             return error_response(request, err)
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError | ValueError):
+            # FastAPI's 400 for a body json.loads could not parse beyond a JSONDecodeError:
+            # nesting deep enough to exhaust the parser's recursion, or undecodable bytes.
+            return error_response(request, NOT_JSON)
         if exc.status_code == 400:
-            # FastAPI's own 400, e.g. a body it could not parse: in the interface's shape.
+            # FastAPI's own 400: in the interface's shape.
             return error_response(request, InvalidRequest(str(exc.detail)))
         err = InvalidRequest(str(exc.detail))
         status, body = error_body(request.url.path, err)

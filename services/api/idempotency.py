@@ -81,10 +81,17 @@ async def execute(
     request_fingerprint: str,
     action: Action,
     redact: Callable[[Any], Any] | None = None,
+    admit: Callable[[], Awaitable[None]] | None = None,
 ) -> JSONResponse:
     """Run `action` under the key's rules. `redact` gives the copy of a success body to store
-    when the body holds a secret (a new API key), so no secret is kept for replays."""
+    when the body holds a secret (a new API key), so no secret is kept for replays.
+
+    `admit` (the pass quota) runs before the command's first run only: a retry that takes over
+    a key whose command already ran with an unknown outcome (a timeout, a 5xx) kept the unit
+    that run reserved, so the pass is counted once whether or not it exists yet."""
     if key is None:
+        if admit is not None:
+            await admit()
         return _response(*await action(new_id("command")))
     if not 1 <= len(key) <= MAX_KEY_LENGTH:
         raise InvalidRequest(
@@ -125,6 +132,13 @@ async def execute(
         ):
             raise in_progress
         command_id = existing["command_id"]
+    elif admit is not None:
+        try:
+            await admit()
+        except BaseException:
+            # Refused (402) before anything ran: the same key works once the quota allows.
+            await policy.repo.forget_idempotency(record_id, command_id)
+            raise
     try:
         status, body = await action(command_id)
     except ApiError as exc:

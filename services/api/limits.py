@@ -4,8 +4,10 @@
   `rate_limit` requests per `rate_window_seconds`. The count lives in MongoDB, so it holds across
   api replicas. Over it: 429 `rate_limit_error` (`rate_limited`) with `Retry-After`.
 - The quota counts passes issued per account, mode and calendar month (UTC). A creation request
-  reserves one unit before the pass is made and gives it back when the request fails. Over it:
-  402 `billing_error` (`quota_exceeded`), before any pass is created.
+  reserves one unit before the pass is made and gives it back when it is refused (4xx). After a
+  5xx (a timeout, say) the pass may exist, so the unit stays: the quota counts every pass that
+  exists, and a retry with the same Idempotency-Key costs nothing more. Over it: 402
+  `billing_error` (`quota_exceeded`), before any pass is created.
 - A capability the plan lacks (live keys on a plan without them): 403 `authorization_error`.
 
 Every authenticated response carries `RateLimit-Limit`, `RateLimit-Remaining` and
@@ -113,8 +115,8 @@ async def reserve_pass(
 ) -> None:
     """Reserve one pass of this month's quota; 402 when it is used up.
 
-    The unit is given back when the request fails (the middleware runs `on_failure` for any
-    status of 400 or more), so only creations that succeed count.
+    The unit is given back when the request is refused (the middleware runs `on_failure` for a
+    4xx), so every pass that exists is counted and no refused request is.
     """
     plan = plan_limits(plans, principal.plan)
     now = clock.now()
@@ -129,3 +131,35 @@ async def reserve_pass(
     state = request_limits_var.get()
     if state is not None:
         state.on_failure.append(lambda: repo.release_usage(counter_id))
+
+
+# Wrong admin tokens from one client address are counted per window of this length; past the
+# limit (TESSERA_API_ADMIN_GUESSES_PER_WINDOW) every admin request from it waits for the next.
+ADMIN_FAILURE_WINDOW_SECONDS = 300
+
+
+def _admin_window(clock: Clock, client: str) -> tuple[str, datetime]:
+    start = window_start(clock.now(), ADMIN_FAILURE_WINDOW_SECONDS)
+    end = start + timedelta(seconds=ADMIN_FAILURE_WINDOW_SECONDS)
+    return f"admin-failures:{client}:{int(start.timestamp())}", end
+
+
+async def refuse_admin_guessing(repo: ApiRepository, clock: Clock, client: str, limit: int) -> None:
+    """429 for a client that presented `limit` wrong admin tokens in this window, whatever it
+    presents now: answering a right token would confirm a guess."""
+    window_id, end = _admin_window(clock, client)
+    if await repo.window_count(window_id) < limit:
+        return
+    reset = max(1, math.ceil((end - clock.now()).total_seconds()))
+    state = request_limits_var.get()
+    if state is not None:
+        state.headers["Retry-After"] = str(reset)
+    raise RateLimited(
+        f"Too many wrong admin tokens from this address; retry after {reset} s.",
+        code="admin_token_rate_limited",
+    )
+
+
+async def count_admin_failure(repo: ApiRepository, clock: Clock, client: str) -> None:
+    window_id, end = _admin_window(clock, client)
+    await repo.count_request(window_id, end + WINDOW_GRACE)

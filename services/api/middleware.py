@@ -5,8 +5,8 @@ streaming when the length is not declared); a body sent with a non-JSON content 
 Both answer in the spec's envelope.
 
 It also gives each request a `RequestLimits` (services/api/limits.py): the RateLimit headers
-the limits computed are added to the response, and a request that fails (status 400 or more)
-gives back the quota it reserved.
+the limits computed are added to the response, and a request refused with a 4xx gives back the
+quota it reserved (after a 5xx the pass may exist, so the unit stays counted).
 """
 
 import json
@@ -14,6 +14,7 @@ import logging
 import re
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -48,7 +49,7 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
-                headers = list(message.get("headers", []))
+                headers = _relative_location(list(message.get("headers", [])), scope)
                 headers.append((b"request-id", request_id.encode()))
                 headers.extend(
                     (name.lower().encode(), value.encode())
@@ -75,7 +76,9 @@ class RequestContextMiddleware:
                     send_with_id, scope["path"], InternalError("An internal error occurred.")
                 )
         finally:
-            if status_holder.get("status", 500) >= 400:
+            if 400 <= status_holder.get("status", 500) < 500:
+                # Refused: nothing was made. After a 5xx the pass may exist (a timeout after
+                # the commit), so its quota unit stays counted.
                 await _undo(limits)
             log.info(
                 "%s %s -> %s in %.1f ms",
@@ -116,6 +119,25 @@ class RequestContextMiddleware:
             return message
 
         return limited
+
+
+def _relative_location(
+    headers: list[tuple[bytes, bytes]], scope: Scope
+) -> list[tuple[bytes, bytes]]:
+    """Redirects to this host answer a relative Location. Starlette builds the trailing-slash
+    redirect from the Host header, which the client chooses: absolute, it would send the
+    client (or a cache in between) to any host named in that header."""
+    host = dict(scope["headers"]).get(b"host")
+    result = []
+    for name, value in headers:
+        if name.lower() == b"location" and host is not None:
+            parts = urlsplit(value.decode("latin-1"))
+            if parts.netloc and parts.netloc.encode("latin-1").lower() == host.lower():
+                # One leading slash: "//other.host/x" would be a protocol-relative URL.
+                relative = "/" + parts.path.lstrip("/") + (f"?{parts.query}" if parts.query else "")
+                value = relative.encode("latin-1")
+        result.append((name, value))
+    return result
 
 
 async def _undo(limits: RequestLimits) -> None:

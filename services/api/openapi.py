@@ -1,38 +1,91 @@
-"""The OpenAPI document, minus FastAPI's automatic 422: Tessera answers 400 for bad input."""
+"""The OpenAPI documents, minus FastAPI's automatic 422: Tessera answers 400 for bad input.
+
+`/openapi.json` is the public document: the v1 API, Variant A and the public pages. The
+operator API (`/admin/v1`) is left out of it; operators read its own document at
+`GET /admin/v1/openapi.json`, behind the admin token.
+"""
 
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+OPERATOR_PREFIX = "/admin/"
+
+
+def operator_document(app: FastAPI) -> dict[str, Any]:
+    """The operator API's own document."""
+    return _document(app, operator=True)
+
 
 def install(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            document = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
-            for path, operations in document.get("paths", {}).items():
-                for operation in operations.values():
-                    operation.get("responses", {}).pop("422", None)
-                    if path.startswith("/v1/"):
-                        operation["security"] = [{"BearerAuth": []}]
-            components = document.setdefault("components", {})
-            components["securitySchemes"] = {
-                "BearerAuth": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "svc_test_/svc_live_ key",
-                },
-                "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "x-api-key"},
-            }
-            schemas = components.get("schemas", {})
-            for unused in ("HTTPValidationError", "ValidationError"):
-                schemas.pop(unused, None)
-            app.openapi_schema = document
+            app.openapi_schema = _document(app, operator=False)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override hook
+
+
+def _document(app: FastAPI, *, operator: bool) -> dict[str, Any]:
+    title = f"{app.title} operator API" if operator else app.title
+    document = get_openapi(
+        title=title, version=app.version, description=app.description, routes=app.routes
+    )
+    document["paths"] = {
+        path: operations
+        for path, operations in document.get("paths", {}).items()
+        if path.startswith(OPERATOR_PREFIX) == operator
+    }
+    secured = OPERATOR_PREFIX if operator else "/v1/"
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+            if path.startswith(secured):
+                operation["security"] = [{"BearerAuth": []}]
+    components = document.setdefault("components", {})
+    components["securitySchemes"] = {
+        "BearerAuth": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "the admin token" if operator else "svc_test_/svc_live_ key",
+        },
+    }
+    if not operator:
+        components["securitySchemes"]["ApiKeyAuth"] = {
+            "type": "apiKey",
+            "in": "header",
+            "name": "x-api-key",
+        }
+    components["schemas"] = _used_schemas(document["paths"], components.get("schemas", {}))
+    return document
+
+
+def _used_schemas(paths: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    """The schemas `paths` refer to, directly or through other schemas (FastAPI's 422
+    models and the other document's models are left out)."""
+    used: dict[str, Any] = {}
+    pending = _refs(paths)
+    while pending:
+        name = pending.pop()
+        if name in used or name not in schemas:
+            continue
+        used[name] = schemas[name]
+        pending |= _refs(schemas[name])
+    used.pop("HTTPValidationError", None)
+    used.pop("ValidationError", None)
+    return dict(sorted(used.items()))
+
+
+def _refs(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            found.add(ref.rsplit("/", 1)[1])
+        for value in node.values():
+            found |= _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _refs(value)
+    return found

@@ -47,11 +47,13 @@ class ApiRepository:
         return await self._keys.find_one({"hash": key_hash})
 
     async def revoke_key(self, key_id: str, at: datetime) -> Document | None:
-        return await self._keys.find_one_and_update(
-            {"_id": key_id},
+        """Revoke a key; a key revoked before keeps its first `revoked_at`."""
+        revoked = await self._keys.find_one_and_update(
+            {"_id": key_id, "revoked_at": None},
             {"$set": {"revoked_at": at}},
             return_document=ReturnDocument.AFTER,
         )
+        return revoked or await self._keys.find_one({"_id": key_id})
 
     async def claim_idempotency(self, doc: Document) -> Document | None:
         """Insert a new idempotency record; returns the existing one when the key is taken."""
@@ -77,10 +79,21 @@ class ApiRepository:
             {"$set": {"state": "done", "response_status": status, "response_body": body}},
         )
 
+    async def forget_idempotency(self, record_id: str, command_id: str) -> None:
+        """Remove a claim whose command never ran, so the key starts afresh next time."""
+        await self._idempotency.delete_one(
+            {"_id": record_id, "command_id": command_id, "state": "processing"}
+        )
+
     async def release_idempotency(self, record_id: str, at: datetime) -> None:
         await self._idempotency.update_one(
             {"_id": record_id, "state": "processing"}, {"$set": {"locked_until": at}}
         )
+
+    async def window_count(self, window_id: str) -> int:
+        """What a rate-limit window has counted so far, without counting."""
+        doc = await self._rate_windows.find_one({"_id": window_id}, {"count": 1})
+        return 0 if doc is None else int(doc["count"])
 
     async def count_request(self, window_id: str, expires_at: datetime) -> int:
         """Count one request in a rate-limit window; returns the window's count after it."""

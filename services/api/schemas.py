@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from services.api.bodies import check_metadata, storable_problem
+from services.api.bodies import storable_problem
 from shared.clock import iso
 from shared.design import Design
 from shared.errors import InvalidRequest
@@ -29,10 +29,17 @@ from shared.models import (
     TemplateType,
     WebhookRecord,
 )
+from shared.pass_limits import (
+    MAX_HOLDER_NAME_CHARS,
+    MAX_METADATA_KEYS,
+    field_values_problem,
+    metadata_problem,
+)
+from shared.urls import url_characters_problem
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class StorableBody(BaseModel):
+    """A body whose every value can be carried and stored (services/api/bodies.py)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -47,6 +54,10 @@ class _Body(BaseModel):
                 code="parameter_invalid",
             )
         return data
+
+
+class _Body(StorableBody):
+    model_config = ConfigDict(extra="forbid")
 
 
 class TemplateCreate(_Body):
@@ -64,32 +75,40 @@ class TemplateUpdate(_Body):
     require_download_link: StrictBool | None = None
 
 
-class PassCreate(_Body):
-    template_id: str
-    holder_email: EmailStr | None = None
-    holder_name: str | None = Field(None, max_length=200)
-    field_values: dict[str, str] = Field(default_factory=dict, max_length=100)
-    metadata: dict[str, Any] = Field(default_factory=dict, max_length=50)
+def _within_pass_limits(
+    field_values: dict[str, str] | None, metadata: dict[str, Any] | None
+) -> None:
+    """shared/pass_limits.py, raised as the API error itself so that it names the param."""
+    problem = field_values_problem(field_values or {}) or metadata_problem(metadata or {})
+    if problem is not None:
+        param, message = problem
+        raise InvalidRequest(message, param=param, code="parameter_too_large")
 
-    @field_validator("metadata")
-    @classmethod
-    def _bounded_metadata(cls, value: Any) -> Any:
-        return check_metadata(value)
+
+class PassCreate(_Body):
+    template_id: str = Field(max_length=100)
+    holder_email: EmailStr | None = None
+    holder_name: str | None = Field(None, max_length=MAX_HOLDER_NAME_CHARS)
+    field_values: dict[str, str] = Field(default_factory=dict, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict, max_length=MAX_METADATA_KEYS)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "PassCreate":
+        _within_pass_limits(self.field_values, self.metadata)
+        return self
 
 
 class PassUpdate(_Body):
     field_values: dict[str, str] | None = Field(None, max_length=100)
-    metadata: dict[str, Any] | None = Field(None, max_length=50)
-
-    @field_validator("metadata")
-    @classmethod
-    def _bounded_metadata(cls, value: Any) -> Any:
-        return check_metadata(value)
+    metadata: dict[str, Any] | None = Field(None, max_length=MAX_METADATA_KEYS)
 
     @model_validator(mode="after")
     def _something(self) -> "PassUpdate":
         if self.field_values is None and self.metadata is None:
             raise ValueError("send field_values, metadata or both")
+        # Null values delete keys; what they would merge into is checked by the issuer.
+        present = {k: v for k, v in (self.metadata or {}).items() if v is not None}
+        _within_pass_limits(self.field_values, present)
         return self
 
 
@@ -109,6 +128,16 @@ def _webhook_events(value: Any) -> Any:
     return value
 
 
+def _webhook_url(value: str | None) -> str | None:
+    """Control characters and whitespace refused here as the webhooks service refuses them
+    (same check, same error), so that nothing the owner would refuse crosses NATS."""
+    if value is not None and (problem := url_characters_problem(value)) is not None:
+        # Raised as the API error itself, with the owner's code: a ValueError would say
+        # parameter_invalid.
+        raise InvalidRequest(f"Invalid url: {problem}.", param="url", code="url_invalid")
+    return value
+
+
 class WebhookCreate(_Body):
     url: str = Field(min_length=1, max_length=2048)
     events: list[WebhookEventType] = Field(min_length=1, max_length=20)
@@ -116,6 +145,7 @@ class WebhookCreate(_Body):
     enabled: StrictBool = True
 
     _events = field_validator("events", mode="before")(_webhook_events)
+    _url = field_validator("url")(_webhook_url)
 
 
 class WebhookUpdate(_Body):
@@ -125,6 +155,7 @@ class WebhookUpdate(_Body):
     enabled: StrictBool | None = None
 
     _events = field_validator("events", mode="before")(_webhook_events)
+    _url = field_validator("url")(_webhook_url)
 
 
 class AccountCreate(_Body):

@@ -4,15 +4,18 @@
 booleans as JSON text), and null means "use the template's default". Three more keys are
 understood when no template field has that key: `holderName`, `holderEmail` (strings or null)
 and `metadata` (an object). Any other key is refused with 400, so a typo never silently drops a
-value.
+value. The mapped pass then goes through the v1 body rules and limits (`checked_as_v1`), so
+both interfaces accept exactly the same passes; errors name Variant A's keys.
 """
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import EmailStr, TypeAdapter, ValidationError
 
+from services.api.schemas import PassCreate
 from shared.design import Design
 from shared.errors import InvalidRequest
 
@@ -69,3 +72,44 @@ def map_data(design: Design, data: dict[str, Any]) -> PassInput:
                 f"Unknown data key '{key}'; this template accepts {expected}.", param=f"data.{key}"
             )
     return result
+
+
+# v1 names -> Variant A names, for the params and messages of errors.
+_V1_NAMES = (
+    (re.compile(r"\bfield_values\.([^\s:]+)"), r"data.\1"),
+    (re.compile(r"\bfield_values\b"), "data"),
+    (re.compile(r"\bmetadata\b"), "data.metadata"),
+    (re.compile(r"\bholder_name\b"), "data.holderName"),
+    (re.compile(r"\bholder_email\b"), "data.holderEmail"),
+    (re.compile(r"\btemplate_id\b"), "templateId"),
+)
+
+
+def _variant_a_names(text: str) -> str:
+    for pattern, replacement in _V1_NAMES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def checked_as_v1(template_id: str, mapped: PassInput) -> PassCreate:
+    """The mapped pass validated by `POST /v1/passes`'s own model: the same limits and rules."""
+    try:
+        return PassCreate.model_validate(
+            {
+                "template_id": template_id,
+                "holder_email": mapped.holder_email,
+                "holder_name": mapped.holder_name,
+                "field_values": mapped.field_values,
+                "metadata": mapped.metadata,
+            }
+        )
+    except InvalidRequest as exc:
+        raise InvalidRequest(
+            _variant_a_names(exc.message),
+            param=None if exc.param is None else _variant_a_names(exc.param),
+            code=exc.code,
+        ) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = _variant_a_names(".".join(str(part) for part in first["loc"]))
+        raise InvalidRequest(f"Invalid {param}: {first['msg']}.", param=param) from None

@@ -21,7 +21,8 @@ from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
-from shared.metrics import instrument, outbox_pending
+from shared.metrics import instrument, outbox_dead_letters, outbox_pending
+from shared.nats import max_payload
 
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -67,6 +68,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         live_updates.schedule,
         # Give up before the api stops waiting, so the caller hears why.
         conflict_budget_seconds=settings.request_timeout_seconds * 0.8,
+        message_limit=lambda: max_payload(conn.broker),
     )
     handlers.register(conn.broker, service, settings.command_workers)
 
@@ -86,5 +88,6 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    instrument(app, "issuer", settings.metrics_token, refresh=[outbox_pending(repo.outbox_size)])
+    gauges = [outbox_pending(repo.outbox_size), outbox_dead_letters(repo.dead_letter_count)]
+    instrument(app, "issuer", settings, refresh=gauges)
     return app

@@ -8,7 +8,7 @@ from faststream.nats import NatsBroker, NatsMessage
 from services.issuer.service import IssuerService
 from shared.logs import account_id_var, request_id_var
 from shared.messages import ISSUER_COMMANDS, ISSUER_QUEUE, issuer_command_adapter
-from shared.nats import reply_to_command
+from shared.nats import max_payload, reply_to_command
 
 log = logging.getLogger(__name__)
 
@@ -24,4 +24,4 @@ def register(broker: NatsBroker, service: IssuerService, max_workers: int) -> No
 
     @broker.subscriber(f"{ISSUER_COMMANDS}.*", queue=ISSUER_QUEUE, max_workers=max_workers)
     async def on_command(msg: NatsMessage) -> bytes:
-        return await reply_to_command(msg.body, handle)
+        return await reply_to_command(msg.body, handle, max_payload(broker))

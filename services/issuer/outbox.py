@@ -5,6 +5,13 @@ timer as a safety net. Publishing uses the event id as Nats-Msg-Id, so a re-send
 between the publish and the delete is dropped by JetStream's duplicate window, and the
 consumers dedupe by event id beyond it.
 
+Each event of a batch has its own outcome, so one event that cannot be published never holds
+back the others (an event over NATS's max_payload once jammed every tenant's events). An event
+that can never be published is set aside in `outbox_dead_letters` at once; one that keeps
+failing while the rest of its batch goes out waits longer between tries and is set aside after
+`MAX_ISOLATED_FAILURES`. When a whole batch fails (NATS down) nothing is counted against the
+events: the relay just tries again at the next tick (docs/operations.md#outbox-dead-letters).
+
 An event held for live-update pushes (`held_until`) is skipped until the pusher releases it
 with its push counts. If the hold runs out first (the issuer died mid-push), the relay publishes
 it anyway, marked `push_interrupted`, so the event is late but never lost.
@@ -13,15 +20,28 @@ it anyway, marked `push_interrupted`, so the event is late but never lost.
 import asyncio
 import contextlib
 import logging
+from datetime import timedelta
 
 from faststream.nats import NatsBroker
+from nats.errors import MaxPayloadError
+from pydantic import ValidationError
 
 from services.issuer.repository import IssuerRepository
 from shared.clock import Clock, SystemClock
 from shared.messages import EVENTS_STREAM, pass_event_adapter
+from shared.metrics import OUTBOX_SET_ASIDE
 from shared.mongo import Document
 
 log = logging.getLogger(__name__)
+
+# Failures of one event while other events of its batches were published, before it is set
+# aside; with the backoff below that is about four minutes of trying.
+MAX_ISOLATED_FAILURES = 8
+MAX_RETRY_DELAY = timedelta(minutes=2)
+
+
+class Unpublishable(Exception):
+    """An outbox document that no retry can publish (malformed, or too large for NATS)."""
 
 
 class OutboxRelay:
@@ -52,24 +72,77 @@ class OutboxRelay:
                 await self._task
 
     async def drain(self) -> int:
-        """Publish everything in the outbox now; returns how many events were sent."""
+        """Publish everything in the outbox now; returns how many events were sent.
+
+        Raises the first error when no event of a batch could be published (NATS or the
+        stream unavailable): the batch stays as it is for the next try."""
         sent = 0
         while batch := await self._repo.outbox_batch(self._clock.now()):
             # A batch is published concurrently (each publish still waits for JetStream's ack)
-            # and removed only after every ack; a failure leaves the batch to be re-sent.
-            await asyncio.gather(*(self._publish(doc) for doc in batch))
-            await self._repo.outbox_done([doc["_id"] for doc in batch])
-            sent += len(batch)
+            # and each event is removed once its own ack arrived.
+            outcomes = await asyncio.gather(
+                *(self._publish(doc) for doc in batch), return_exceptions=True
+            )
+            published = [
+                doc["_id"] for doc, error in zip(batch, outcomes, strict=True) if not error
+            ]
+            failed = [(doc, e) for doc, e in zip(batch, outcomes, strict=True) if e is not None]
+            if published:
+                await self._repo.outbox_done(published)
+                sent += len(published)
+            for doc, error in failed:
+                if isinstance(error, Unpublishable):
+                    await self._set_aside(doc, str(error))
+            transient = [(doc, e) for doc, e in failed if not isinstance(e, Unpublishable)]
+            if transient and not published:
+                raise transient[0][1]
+            for doc, error in transient:
+                await self._retry_later(doc, error)
         return sent
 
     async def _publish(self, doc: Document) -> None:
-        payload = doc["payload"] if doc.get("held_until") is None else _interrupted(doc["payload"])
-        await self._broker.publish(
-            payload,
-            doc["subject"],
-            stream=EVENTS_STREAM,
-            headers={"Nats-Msg-Id": doc["_id"]},
-            timeout=5.0,
+        try:
+            subject = str(doc["subject"])
+            payload = bytes(doc["payload"])
+            if doc.get("held_until") is not None:
+                payload = _interrupted(payload)
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise Unpublishable(f"malformed outbox document ({type(exc).__name__})") from exc
+        try:
+            await self._broker.publish(
+                payload,
+                subject,
+                stream=EVENTS_STREAM,
+                headers={"Nats-Msg-Id": str(doc["_id"])},
+                timeout=5.0,
+            )
+        except MaxPayloadError as exc:
+            raise Unpublishable(
+                f"{len(payload)} bytes, over the {self._max_payload()} bytes NATS carries"
+            ) from exc
+
+    def _max_payload(self) -> int | str:
+        with contextlib.suppress(Exception):
+            return int(self._broker.connection.max_payload)
+        return "maximum"
+
+    async def _set_aside(self, doc: Document, reason: str) -> None:
+        await self._repo.outbox_set_aside(doc, reason, self._clock.now())
+        OUTBOX_SET_ASIDE.inc()
+        # The id and the reason only: the payload holds holder data.
+        log.error("outbox event %s set aside, it cannot be published: %s", doc["_id"], reason)
+
+    async def _retry_later(self, doc: Document, error: BaseException) -> None:
+        """An event that failed while others of its batch were published: it may be the
+        problem, so it waits longer each time, and is set aside when it keeps failing."""
+        attempts = int(doc.get("attempts") or 0) + 1
+        if attempts >= MAX_ISOLATED_FAILURES:
+            await self._set_aside(doc, f"failed {attempts} times: {_describe(error)}")
+            return
+        delay = min(timedelta(seconds=2**attempts), MAX_RETRY_DELAY)
+        log.warning("outbox event %s failed (%s); retry in %s", doc["_id"], _describe(error), delay)
+        await self._repo.outbox_retry_later(
+            doc["_id"], attempts, self._clock.now() + delay, _describe(error)
         )
 
     async def _run(self) -> None:
@@ -82,6 +155,10 @@ class OutboxRelay:
                 log.exception("outbox relay failed; will retry")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_seconds)
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:500]
 
 
 def _interrupted(payload: bytes) -> bytes:

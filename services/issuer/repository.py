@@ -6,8 +6,10 @@ event may be held (`held_until`) while the issuer pushes the update to devices; 
 skips it until it is released or the hold runs out (services/issuer/push.py).
 """
 
+import contextlib
+import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,13 +17,20 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.errors import DuplicateKeyError
 
+from services.issuer.bundle import pkpass_zip
+from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 from shared.mongo import Database, Document, MongoClient
 from shared.pagination import Page, PageRequest, fetch_page
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 EXPIRED_LINK_KEPT = timedelta(days=30)
+READ_ASSETS_CACHE_BYTES = 32 * 1024 * 1024
+_FILE_META = {"version": 1, "pass_type_identifier": 1, "last_modified": 1, "created_at": 1}
+
+log = logging.getLogger(__name__)
 
 
 class ConcurrentUpdate(Exception):
@@ -32,20 +41,31 @@ class ConcurrentUpdate(Exception):
 class PassFile:
     """A pass's signed .pkpass as stored in `pass_files` (one document per pass).
 
+    Only the files that are the pass's own are stored here; the images and strings files it
+    shares with its template version are in `template_assets` under `assets_id`, and
+    `IssuerReads.pass_file` zips both together (services/issuer/bundle.py). Documents stored
+    before hold the whole zip in `data` instead.
+
     `last_modified` is a whole second, strictly later than the previous version's: it is the
     Last-Modified the Apple web service sends, and HTTP dates have no finer resolution, so two
     versions within one second must still differ (docs/wallet-callbacks.md).
     """
 
     version: int
-    data: bytes
+    pass_json: bytes
+    manifest: bytes
+    signature: bytes
+    assets_id: str
     pass_type_identifier: str
     last_modified: datetime
 
     def to_document(self) -> dict[str, Any]:
         return {
             "version": self.version,
-            "data": self.data,
+            "pass_json": self.pass_json,
+            "manifest": self.manifest,
+            "signature": self.signature,
+            "assets_id": self.assets_id,
             "pass_type_identifier": self.pass_type_identifier,
             "last_modified": self.last_modified,
         }
@@ -66,7 +86,11 @@ class IssuerRepository:
         self.templates = db["templates"]
         self.passes = db["passes"]
         self.pass_files = db["pass_files"]
+        self.template_assets = db["template_assets"]
+        # Ids of asset sets known to be stored (they are never deleted): skips the lookup.
+        self._stored_assets: BoundedCache[str, bool] = BoundedCache(100_000, lambda _: 1)
         self.outbox = db["outbox"]
+        self.dead_letters = db["outbox_dead_letters"]
         self.processed = db["processed_commands"]
         self.download_links = db["download_links"]
 
@@ -105,15 +129,63 @@ class IssuerRepository:
         doc = await self.passes.find_one({"_id": pass_id, "account_id": account_id, "mode": mode})
         return None if doc is None else PassRecord.model_validate(doc)
 
+    async def store_assets(
+        self, assets_id: str, files: Sequence[tuple[str, bytes]], at: datetime
+    ) -> None:
+        """Store a template version's shared files once, before a pass file refers to them.
+
+        Outside any transaction and idempotent: `assets_id` is a digest of the files, so a
+        replica that stored them first stored the same bytes.
+        """
+        if self._stored_assets.get(assets_id):
+            return
+        if await self.template_assets.find_one({"_id": assets_id}, {"_id": 1}) is None:
+            document = {
+                "_id": assets_id,
+                "files": [{"name": name, "data": data} for name, data in files],
+                "created_at": at,
+            }
+            with contextlib.suppress(DuplicateKeyError):
+                await self.template_assets.insert_one(document)
+        self._stored_assets.put(assets_id, True)
+
     async def pass_file_stamp(self, pass_id: str) -> datetime | None:
         """The Last-Modified of the pass's current file (None for a file stored without one)."""
         doc = await self.pass_files.find_one({"_id": pass_id}, {"last_modified": 1})
         return None if doc is None else doc.get("last_modified")
 
     async def outbox_batch(self, now: datetime, limit: int = 100) -> list[Document]:
-        """The next events to publish: every event not held, or whose hold has run out."""
-        ready = {"$or": [{"held_until": None}, {"held_until": {"$lte": now}}]}
+        """The next events to publish: not held (or the hold has run out) and not waiting to
+        be retried after a failed publish."""
+        ready = {
+            "$and": [
+                {"$or": [{"held_until": None}, {"held_until": {"$lte": now}}]},
+                {"$or": [{"retry_at": None}, {"retry_at": {"$lte": now}}]},
+            ]
+        }
         return [doc async for doc in self.outbox.find(ready).sort("_id", ASCENDING).limit(limit)]
+
+    async def outbox_retry_later(
+        self, event_id: str, attempts: int, retry_at: datetime, error: str
+    ) -> None:
+        """Leave an event whose publish failed out of the next batches until `retry_at`."""
+        await self.outbox.update_one(
+            {"_id": event_id},
+            {"$set": {"attempts": attempts, "retry_at": retry_at, "last_error": error}},
+        )
+
+    async def outbox_set_aside(self, doc: Document, reason: str, at: datetime) -> None:
+        """Move an event that can never be published to `outbox_dead_letters`.
+
+        Copied before it is deleted: a crash in between leaves it in both places (the next
+        drain sets it aside again, and the copy's unique `_id` absorbs that), never in neither.
+        """
+        with contextlib.suppress(DuplicateKeyError):
+            await self.dead_letters.insert_one({**doc, "reason": reason, "set_aside_at": at})
+        await self.outbox.delete_one({"_id": doc["_id"]})
+
+    async def dead_letter_count(self) -> int:
+        return await self.dead_letters.count_documents({})
 
     async def release_outbox(self, event_id: str, payload: bytes) -> None:
         """Let the relay publish a held event, with its final payload."""
@@ -195,7 +267,12 @@ class IssuerReads:
         self._templates = db["templates"]
         self._passes = db["passes"]
         self._pass_files = db["pass_files"]
+        self._template_assets = db["template_assets"]
         self._download_links = db["download_links"]
+        # Asset sets never change under their id (a digest of the files): cached freely.
+        self._assets: BoundedCache[str, tuple[tuple[str, bytes], ...]] = BoundedCache(
+            READ_ASSETS_CACHE_BYTES, lambda files: sum(len(data) for _, data in files)
+        )
 
     async def template(self, account_id: str, mode: str, template_id: str) -> TemplateRecord | None:
         doc = await self._templates.find_one(
@@ -244,7 +321,27 @@ class IssuerReads:
         return None if doc is None else PassRecord.model_validate(doc)
 
     async def pass_file(self, pass_id: str) -> Document | None:
-        return await self._pass_files.find_one({"_id": pass_id})
+        """The stored file: `data` (the .pkpass bytes), `version`, `created_at`,
+        `last_modified`, `pass_type_identifier`; the zip is put together from its parts."""
+        doc = await self._pass_files.find_one({"_id": pass_id})
+        if doc is None or "data" in doc:
+            return doc  # stored before template assets: the whole zip
+        assets = await self._asset_files(str(doc["assets_id"]))
+        if assets is None:
+            log.error("pass file %s refers to missing assets %s", pass_id, doc["assets_id"])
+            return None
+        parts = (bytes(doc["pass_json"]), assets, bytes(doc["manifest"]), bytes(doc["signature"]))
+        return {**doc, "data": pkpass_zip(*parts)}
+
+    async def _asset_files(self, assets_id: str) -> tuple[tuple[str, bytes], ...] | None:
+        files = self._assets.get(assets_id)
+        if files is None:
+            doc = await self._template_assets.find_one({"_id": assets_id})
+            if doc is None:
+                return None
+            files = tuple((str(file["name"]), bytes(file["data"])) for file in doc["files"])
+            self._assets.put(assets_id, files)
+        return files
 
     async def pass_by_serial(self, serial_number: str) -> PassRecord | None:
         doc = await self._passes.find_one({"serial_number": serial_number})
@@ -252,7 +349,7 @@ class IssuerReads:
 
     async def pass_file_meta(self, pass_id: str) -> Document | None:
         """The stored file's version, pass type and Last-Modified, without its bytes."""
-        return await self._pass_files.find_one({"_id": pass_id}, {"data": 0})
+        return await self._pass_files.find_one({"_id": pass_id}, _FILE_META)
 
     async def pass_versions(self, pass_ids: list[str]) -> dict[str, tuple[str, int]]:
         """pass id -> (serial number, version) for the passes that exist."""

@@ -29,12 +29,24 @@ from services.issuer.repository import (
     UnitOfWork,
     last_modified_after,
 )
-from services.issuer.validation import check_field_values, check_metadata_dates, validate_design
+from services.issuer.validation import (
+    check_field_values,
+    check_metadata_dates,
+    check_pass_limits,
+    validate_design,
+)
 from shared.clock import Clock
 from shared.design import Design
-from shared.errors import AuthorizationError, InternalError, InvalidRequest, not_found
+from shared.errors import (
+    AuthorizationError,
+    InternalError,
+    InvalidRequest,
+    PayloadTooLarge,
+    not_found,
+)
 from shared.ids import new_id, short_slug
 from shared.messages import (
+    CommandOk,
     CreateDownloadLink,
     CreatePass,
     CreateTemplate,
@@ -47,6 +59,7 @@ from shared.messages import (
 )
 from shared.metrics import PASSES_ISSUED
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
+from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.pass_events import pass_event
 
 log = logging.getLogger(__name__)
@@ -75,8 +88,10 @@ class IssuerService:
         on_commit: Callable[[], None],
         push: Callable[[PassEventMessage], None],
         conflict_budget_seconds: float = 4.0,
+        message_limit: Callable[[], int | None] = lambda: None,
     ):
         self._repo = repo
+        self._message_limit = message_limit
         self._conflict_budget = conflict_budget_seconds
         self._artifacts = artifacts
         self._identities = artifacts.identities
@@ -120,6 +135,7 @@ class IssuerService:
         if stored is not None:
             return stored
         outcome = await self._prepare(command)
+        self._check_sendable(outcome)
         try:
             async with self._repo.unit_of_work() as uow:
                 await outcome.apply(uow)
@@ -143,6 +159,23 @@ class IssuerService:
             self._push(outcome.held)
         return outcome.result
 
+    def _check_sendable(self, outcome: Outcome) -> None:
+        """Refuse, before anything is written, an outcome whose reply or events NATS could not
+        carry: stored, they would answer a timeout or jam the outbox (issue 10, F01/F02)."""
+        limit = self._message_limit()
+        if limit is None:
+            return
+        room = limit - COMMAND_HEADROOM_BYTES
+        sizes = [len(CommandOk(result=outcome.result).model_dump_json())]
+        sizes += [len(event.model_dump_json()) for event in outcome.events]
+        if max(sizes) > room:
+            raise PayloadTooLarge(
+                f"The result would be {max(sizes)} bytes, more than the {room} bytes Tessera can "
+                "carry between its services; send a smaller design (fewer or smaller images "
+                "or localizations).",
+                code="result_too_large",
+            )
+
     async def _prepare(self, command: IssuerCommand) -> Outcome:
         match command:
             case CreateTemplate():
@@ -159,7 +192,8 @@ class IssuerService:
                 return await self._create_download_link(command)
 
     async def _create_template(self, cmd: CreateTemplate) -> Outcome:
-        design = validate_design(cmd.design, cmd.apple_style)
+        # Off the event loop: validating decodes and re-encodes every image (Pillow).
+        design = await asyncio.to_thread(validate_design, cmd.design, cmd.apple_style)
         now = self._clock.now()
         record = TemplateRecord.model_validate(
             {
@@ -195,9 +229,8 @@ class IssuerService:
             include={"name", "archived", "require_download_link"}, exclude_none=True
         )
         if cmd.design is not None:
-            changes["design"] = validate_design(cmd.design, record.apple_style).model_dump(
-                mode="json"
-            )
+            design = await asyncio.to_thread(validate_design, cmd.design, record.apple_style)
+            changes["design"] = design.model_dump(mode="json")
         updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
         design = Design.from_stored(updated.design)
         await self._artifacts.sync_template(updated, design)
@@ -224,6 +257,7 @@ class IssuerService:
             )
         design = Design.from_stored(template.design)
         check_field_values(design, cmd.field_values)
+        check_pass_limits(cmd.field_values, cmd.metadata)
         check_metadata_dates(cmd.metadata)
         now = self._clock.now()
         record = PassRecord.model_validate(
@@ -274,6 +308,8 @@ class IssuerService:
                 metadata.pop(key, None)
             else:
                 metadata[key] = value
+        # A PATCH adds to what is stored: the limits hold for the merged pass (F10).
+        check_pass_limits(field_values, metadata)
         check_metadata_dates(metadata)
         updated = record.model_copy(
             update={
@@ -346,13 +382,22 @@ class IssuerService:
         *,
         insert: bool,
     ) -> Outcome:
+        # Signed first: a stored image that cannot be cleaned refuses the command before
+        # anything reaches Google. pass.json does not depend on the Google link.
+        signed = await self._artifacts.signed_pass(record, template, design)
         # Every version of a pass gets a fresh Google link (with real credentials this also
         # upserts the class and object, so a voided pass turns INACTIVE in Google Wallet).
         record.google_save_url = await self._artifacts.google_link(template, design, record)
         identity = self._identities.apple
+        # Stored before the transaction, and never deleted: a pass file never refers to
+        # assets that are not there.
+        await self._repo.store_assets(signed.assets.id, signed.assets.files, record.updated_at)
         pkpass = PassFile(
             version=record.version,
-            data=self._artifacts.pkpass(record, template, design),
+            pass_json=signed.pass_json,
+            manifest=signed.manifest,
+            signature=signed.signature,
+            assets_id=signed.assets.id,
             pass_type_identifier=identity.pass_type_identifier,
             last_modified=await self._last_modified(record, insert=insert),
         )

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 from services.issuer.content import MetadataDateError, metadata_dates
 from shared.design import Design, DesignStyleError
 from shared.errors import InvalidRequest
+from shared.pass_limits import field_values_problem, metadata_problem
 
 
 def validate_design(design: dict[str, Any], apple_style: str) -> Design:
@@ -40,3 +41,11 @@ def check_metadata_dates(metadata: dict[str, Any]) -> None:
         metadata_dates(metadata)
     except MetadataDateError as exc:
         raise InvalidRequest(str(exc), param=exc.param) from exc
+
+
+def check_pass_limits(field_values: dict[str, str], metadata: dict[str, Any]) -> None:
+    """What a pass will hold, after an update's merge, within shared/pass_limits.py."""
+    problem = field_values_problem(field_values) or metadata_problem(metadata)
+    if problem is not None:
+        param, message = problem
+        raise InvalidRequest(message, param=param, code="parameter_too_large")

@@ -194,6 +194,9 @@ def test_new_key_and_revocation(admin: httpx2.Client, anonymous: httpx2.Client) 
     revoked = ok(admin.delete(f"/admin/v1/api_keys/{issued['id']}"))
     assert revoked["id"] == issued["id"]
     assert revoked["revoked"] is True
+    # Revoking again changes nothing: the key keeps the moment it was first revoked.
+    again = ok(admin.delete(f"/admin/v1/api_keys/{issued['id']}"))
+    assert again["revoked_at"] == revoked["revoked_at"]
     assert_error(
         anonymous.get("/v1/templates", headers=new_test),
         401,
@@ -473,9 +476,13 @@ def test_body_over_the_limit_is_413(client: httpx2.Client) -> None:
 
 
 def test_body_just_under_the_limit_is_read(client: httpx2.Client) -> None:
-    # ~1 MiB minus headroom: parsed and validated normally (404 for the unknown template).
+    # ~1 MiB minus headroom: read, parsed and validated normally (not 413): then refused by
+    # the metadata size limit, with its param.
     big = {"template_id": "tmpl_0000000000000000000000", "metadata": {"blob": "x" * 1_000_000}}
-    assert_error(client.post("/v1/passes", json=big), 404, "not_found_error")
+    response = client.post("/v1/passes", json=big)
+    assert_error(
+        response, 400, "invalid_request_error", param="metadata", code="parameter_too_large"
+    )
 
 
 def test_streamed_body_over_the_limit_is_413(client: httpx2.Client) -> None:

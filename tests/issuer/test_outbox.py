@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from faststream.nats import NatsBroker
 from nats.js.api import StreamInfo
 
-from services.issuer.outbox import OutboxRelay
+from services.issuer.outbox import MAX_ISOLATED_FAILURES, MAX_RETRY_DELAY, OutboxRelay
 from services.issuer.repository import IssuerRepository
 from shared.ids import new_id
 from shared.messages import EVENTS_STREAM, PassEventMessage, pass_event_adapter
@@ -190,3 +191,93 @@ async def test_two_replicas_draining_one_outbox_publish_each_event_once(
             await broker.stop()
         await client.drop_database(db.name)
         await client.close()
+
+
+async def _connected(nats_url: str) -> NatsBroker:
+    broker = create_broker(nats_url)
+    await broker.connect()
+    await ensure_events_stream(broker)
+    return broker
+
+
+async def test_an_event_too_large_for_nats_is_set_aside_and_the_rest_flows(
+    repo: IssuerRepository, nats_url: str
+) -> None:
+    """F01: one event over max_payload used to fail its batch of 100 forever, and every event
+    behind it with it. Now it is set aside at once and the others are published."""
+    broker = await _connected(nats_url)
+    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    now = datetime.now(UTC)
+    too_large = b"x" * (broker.connection.max_payload + 1)
+    try:
+        async with repo.unit_of_work() as uow:
+            # The smallest id: first in every batch, as a jammed event was.
+            await uow.add_outbox("psEvnt_0", "tessera.events.pass.updated", too_large, now)
+            await uow.add_outbox("psEvnt_1", "tessera.events.pass.created", b"{", now)
+            for _ in range(150):
+                await uow.add_outbox(
+                    new_id("pass_event"), "tessera.events.pass.created", b"{}", now
+                )
+        await repo.outbox.update_one({"_id": "psEvnt_1"}, {"$unset": {"subject": ""}})
+        assert await relay.drain() == 150
+        assert await repo.outbox_batch(now) == []
+        assert await repo.outbox_size() == 0
+        dead = {doc["_id"]: doc async for doc in repo.dead_letters.find()}
+        assert set(dead) == {"psEvnt_0", "psEvnt_1"}
+        assert "over the" in dead["psEvnt_0"]["reason"]
+        assert "malformed" in dead["psEvnt_1"]["reason"]
+        assert bytes(dead["psEvnt_0"]["payload"]) == too_large  # kept for the operator
+        assert await repo.dead_letter_count() == 2
+    finally:
+        await broker.stop()
+
+
+async def test_an_event_that_keeps_failing_alone_backs_off_then_is_set_aside(
+    repo: IssuerRepository, nats_url: str
+) -> None:
+    """A subject no stream captures fails (no responders) while the rest is published: it
+    waits longer each time instead of being retried in every batch, then is set aside."""
+    clock = MovableClock()
+    broker = await _connected(nats_url)
+    relay = OutboxRelay(repo, broker, poll_seconds=60, clock=clock)
+    try:
+        async with repo.unit_of_work() as uow:
+            await uow.add_outbox("psEvnt_0", "nowhere.pass.created", b"{}", clock.moment)
+            await uow.add_outbox(
+                new_id("pass_event"), "tessera.events.pass.created", b"{}", clock.moment
+            )
+        assert await relay.drain() == 1
+        stuck = await repo.outbox.find_one({"_id": "psEvnt_0"})
+        assert stuck is not None
+        assert stuck["attempts"] == 1
+        assert await repo.outbox_batch(clock.moment) == []  # backing off
+        for _ in range(MAX_ISOLATED_FAILURES - 1):
+            clock.moment += MAX_RETRY_DELAY
+            async with repo.unit_of_work() as uow:
+                await uow.add_outbox(
+                    new_id("pass_event"), "tessera.events.pass.created", b"{}", clock.moment
+                )
+            assert await relay.drain() == 1
+        assert await repo.outbox_size() == 0
+        assert await repo.dead_letter_count() == 1
+    finally:
+        await broker.stop()
+
+
+async def test_when_nothing_can_be_published_no_event_is_blamed(
+    repo: IssuerRepository, nats_url: str
+) -> None:
+    """NATS unavailable: the drain fails as a whole and the events stay as they were."""
+    broker = await _connected(nats_url)
+    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    now = datetime.now(UTC)
+    async with repo.unit_of_work() as uow:
+        for _ in range(3):
+            await uow.add_outbox(new_id("pass_event"), "tessera.events.pass.created", b"{}", now)
+    await broker.stop()
+    with pytest.raises(Exception):  # noqa: B017, PT011  # whatever the closed client raises
+        await relay.drain()
+    batch = await repo.outbox_batch(now)
+    assert len(batch) == 3
+    assert all("attempts" not in doc for doc in batch)
+    assert await repo.dead_letter_count() == 0

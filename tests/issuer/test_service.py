@@ -14,7 +14,7 @@ from services.issuer.artifacts import WalletArtifacts
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
-from shared.errors import InternalError
+from shared.errors import InternalError, PayloadTooLarge
 from shared.messages import CreateTemplate
 from shared.mongo import create_client
 from tests.support.flows import TEMPLATE_BODY
@@ -61,5 +61,32 @@ async def test_a_conflict_that_outlasts_the_budget_is_a_retryable_error(mongo_ur
         assert await service.handle(_create_template(command_id)) == result
     finally:
         await blocker.end_session()
+        await client.drop_database(db.name)
+        await client.close()
+
+
+async def test_a_result_nats_could_not_carry_is_refused_before_anything_is_written(
+    mongo_url: str,
+) -> None:
+    """A stored result whose reply cannot be sent answers a timeout forever (issue 10, F02)."""
+    client = create_client(mongo_url)
+    db = client[f"t_{secrets.token_hex(6)}"]
+    repo = IssuerRepository(client, db)
+    artifacts = cast(WalletArtifacts, SimpleNamespace(identities=None))
+    service = IssuerService(
+        repo, artifacts, SystemClock(), lambda: None, lambda _: None, message_limit=lambda: 40_000
+    )
+    big = {
+        **TEMPLATE_BODY["design"],
+        "localizations": {"de": {f"k{i}": "x" * 2000 for i in range(20)}},
+    }
+    command = _create_template(str(uuid.uuid4())).model_copy(update={"design": big})
+    try:
+        with pytest.raises(PayloadTooLarge) as raised:
+            await service.handle(command)
+        assert raised.value.code == "result_too_large"
+        assert await repo.templates.count_documents({}) == 0
+        assert await repo.processed.count_documents({}) == 0
+    finally:
         await client.drop_database(db.name)
         await client.close()

@@ -65,7 +65,7 @@ def _app(service: str, token: str | None = None) -> FastAPI:
     app = FastAPI()
     app.include_router(router)
     app.add_middleware(RefuseLargeBodies)
-    instrument(app, service, token)
+    instrument(app, service, ServiceSettings(metrics_token=token))
     return app
 
 
@@ -162,3 +162,19 @@ def test_with_a_token_metrics_answer_only_its_bearer() -> None:
 def test_a_placeholder_metrics_token_is_refused() -> None:
     with pytest.raises(ValueError, match="placeholder"):
         ServiceSettings(metrics_token="changeme")
+
+
+def test_in_production_metrics_are_served_only_behind_a_token() -> None:
+    """The api and events ports are public: open metrics would tell anyone every tenant's
+    traffic. Production without TESSERA_METRICS_TOKEN serves no /metrics at all."""
+    production = {
+        "environment": "production",
+        "site_url": "https://passes.example.com",
+        "wallet_url": "https://wallet.example.com",
+    }
+    for token, expected in ((None, 404), ("m" * 32, 401)):
+        app = FastAPI()
+        settings = ServiceSettings.model_validate({**production, "metrics_token": token})
+        instrument(app, f"test-{uuid.uuid4().hex[:8]}", settings)
+        with TestClient(app) as client:
+            assert client.get("/metrics").status_code == expected

@@ -1,10 +1,14 @@
-"""reply_to_command: every failure becomes a CommandFailed reply with the right code."""
+"""reply_to_command: every failure becomes a CommandFailed reply with the right code; nothing
+larger than NATS carries is sent, either way."""
 
 import json
 
+import pytest
+from pydantic import BaseModel
 from pymongo.errors import AutoReconnect, ServerSelectionTimeoutError
 
-from shared.nats import reply_to_command
+from shared.errors import PayloadTooLarge
+from shared.nats import create_broker, max_payload, reply_to_command, request_command
 
 
 async def _reply(exc: Exception) -> dict[str, object]:
@@ -26,3 +30,35 @@ async def test_anything_else_unexpected_says_nothing_about_internals() -> None:
     error = await _reply(RuntimeError("secret detail"))
     assert (error["status"], error["code"]) == (500, None)
     assert error["message"] == "An internal error occurred."
+
+
+async def test_a_reply_too_large_to_send_is_logged_and_answered_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """FastStream drops a reply over max_payload without a word: the requester saw a timeout."""
+
+    async def handle(body: bytes) -> dict[str, object]:
+        return {"blob": "x" * 2000}
+
+    fits = json.loads(await reply_to_command(b"{}", handle, max_payload_bytes=10_000))
+    assert fits["ok"] is True
+    refused = json.loads(await reply_to_command(b"{}", handle, max_payload_bytes=1000))
+    assert (refused["error"]["status"], refused["error"]["code"]) == (500, "reply_too_large")
+    assert "over NATS's max_payload" in caplog.text
+
+
+class _Big(BaseModel):
+    blob: str
+
+
+async def test_a_command_too_large_for_nats_is_a_413_before_it_is_sent(nats_url: str) -> None:
+    broker = create_broker(nats_url)
+    await broker.connect()
+    try:
+        limit = max_payload(broker)
+        assert limit is not None
+        with pytest.raises(PayloadTooLarge) as raised:
+            await request_command(broker, "tessera.nobody", _Big(blob="x" * limit), 1.0)
+        assert raised.value.code == "body_too_large"
+    finally:
+        await broker.stop()

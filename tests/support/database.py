@@ -1,5 +1,7 @@
 """Reading a stack's MongoDB directly, to check what is (and is not) stored."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pymongo import MongoClient
@@ -14,3 +16,11 @@ def dump(stack: Stack) -> str:
     with MongoClient(stack.mongo_url) as mongo:
         db: Database[dict[str, Any]] = mongo[stack.database]
         return repr([list(db[name].find()) for name in db.list_collection_names()])
+
+
+@contextmanager
+def stack_db(stack: Stack) -> Iterator[Database[dict[str, Any]]]:
+    """The stack's database, through a client closed at the end of the block."""
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        yield mongo[stack.database]

@@ -34,6 +34,7 @@ from tessera.processes import (
 )
 
 START_TIMEOUT = 60.0
+ADMIN_GUESSES = 50
 
 
 def replicas_from_env() -> int:
@@ -87,6 +88,9 @@ class Stack:
                 "TESSERA_SITE_URL": self.base_url,
                 "TESSERA_WALLET_URL": f"http://{self.host}:{self.api_port + 1}",
                 "TESSERA_ADMIN_TOKEN": self.admin_token,
+                # Modules try many wrong admin tokens from loopback; test_public_edge.py
+                # shows the limit with an address of its own.
+                "TESSERA_API_ADMIN_GUESSES_PER_WINDOW": str(ADMIN_GUESSES),
                 "TESSERA_ISSUER_DATA_DIR": str(self.work_dir),
                 "TESSERA_ISSUER_OUTBOX_POLL_SECONDS": "0.5",
                 "TESSERA_WEBHOOKS_SECRET_KEY": self.webhooks_key,
@@ -105,6 +109,11 @@ class Stack:
     def replica_names(self, service: str) -> list[str]:
         """Its process names ("issuer", "issuer-2", ...), also the names of their log files."""
         return [member.name for member in self.members(service)]
+
+    def pids(self, service: str) -> list[int]:
+        """The process ids of the service's running replicas (to read /proc/<pid>/status)."""
+        children = (self.children.get(name) for name in self.replica_names(service))
+        return [child.proc.pid for child in children if child and child.proc and child.alive()]
 
     def log_text(self, service: str) -> str:
         """The logs of every replica of a service, one after the other."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from tessera.launcher import _banner, _private_webhooks
 from tessera.processes import PORT_OFFSETS, SERVICES, free_port_block, ports_needed, replicas_of
 from tests.support.flows import TEMPLATE_BODY, poll
 
@@ -147,3 +148,23 @@ def test_up_with_two_replicas_runs_eight_processes_and_restarts_each(tmp_path: P
     finally:
         if proc.poll() is None:
             _stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("value", "claim"),
+    [
+        ("true", "loopback and private addresses"),
+        ("1", "loopback and private addresses"),
+        ("false", "public addresses only"),
+        ("0", "public addresses only"),
+        (None, "public addresses only"),
+    ],
+)
+def test_the_banner_tells_the_webhook_target_rule_in_force(
+    value: str | None, claim: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {} if value is None else {"TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS": value}
+    ready = dict.fromkeys(("base_url", "site_url", "wallet_url", "nats_url", "mongodb_url"), "x")
+    account = {"account_id": "acct_x", "test_key": "svc_test_x"}
+    _banner(ready, account, Path("/tmp/x"), [], 8000, _private_webhooks(env))
+    assert claim in capsys.readouterr().out

@@ -9,15 +9,22 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.api import accounts
+from services.api import accounts, openapi
 from services.api.deps import AdminDep, ApiContext, ContextDep, IdempotencyKey
 from services.api.idempotency import OPERATOR, execute, fingerprint
 from services.api.schemas import AccountCreate, AccountUpdate, ApiKeyCreate
+from shared.clock import iso
 from shared.errors import not_found
 from shared.ids import has_prefix
 
 REDACTED = "[redacted]"
 router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[AdminDep])
+
+
+@router.get("/openapi.json", include_in_schema=False)
+async def operator_openapi(request: Request) -> JSONResponse:
+    """The operator API's OpenAPI document (it is not in the public one)."""
+    return JSONResponse(openapi.operator_document(request.app))
 
 
 def _account_id(value: str) -> str:
@@ -112,4 +119,7 @@ async def revoke_api_key(ctx: ContextDep, key_id: str) -> JSONResponse:
     doc = await ctx.repo.revoke_key(key_id, ctx.clock.now())
     if doc is None:
         raise not_found("api key", key_id)
-    return JSONResponse({"id": key_id, "object": "api_key", "revoked": True})
+    revoked_at = iso(doc["revoked_at"])
+    return JSONResponse(
+        {"id": key_id, "object": "api_key", "revoked": True, "revoked_at": revoked_at}
+    )

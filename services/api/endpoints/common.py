@@ -32,12 +32,10 @@ async def run_command(
     """Send a `command_type` command with `fields` to the issuer, under the idempotency rules.
 
     `body` is what the request fingerprint is computed from (the validated request body).
-    `admit` (the pass quota) runs only when the command really runs, so a replay of a stored
-    result costs nothing."""
+    `admit` (the pass quota) runs only before a command's first run, so neither a replay of a
+    stored result nor a retry of a command that timed out costs a second unit."""
 
     async def action(command_id: str) -> tuple[int, Any]:
-        if admit is not None:
-            await admit()
         command = command_type(
             command_id=command_id,
             account_id=principal.account_id,
@@ -51,7 +49,9 @@ async def run_command(
 
     request_fingerprint = fingerprint(request.method, request.url.path, body)
     scope = Scope.of(principal)
-    return await execute(ctx.idempotency, scope, idempotency_key, request_fingerprint, action)
+    return await execute(
+        ctx.idempotency, scope, idempotency_key, request_fingerprint, action, admit=admit
+    )
 
 
 def require_id(value: str, kind: str, label: str) -> str:

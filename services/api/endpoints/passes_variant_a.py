@@ -9,12 +9,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, StrictStr
+from pydantic import BaseModel, Field, StrictStr
 
 from services.api import variant_a
 from services.api.accounts import authenticate
 from services.api.deps import ContextDep
-from services.api.schemas import pass_urls
+from services.api.schemas import StorableBody, pass_urls
 from shared.design import Design
 from shared.errors import InternalError, NotFound
 from shared.ids import has_prefix, new_id
@@ -25,8 +25,8 @@ from shared.models import PassRecord
 router = APIRouter(tags=["Variant A"])
 
 
-class CreatePassRequest(BaseModel):
-    templateId: StrictStr  # the wire name of spec 2.8
+class CreatePassRequest(StorableBody):
+    templateId: StrictStr = Field(max_length=100)  # the wire name of spec 2.8
     data: dict[str, Any]
 
 
@@ -82,16 +82,17 @@ async def create_pass(
     if template is None:
         raise NotFound(f"No such template: '{template_id}'")
     mapped = variant_a.map_data(Design.from_stored(template.design), body.data)
+    checked = variant_a.checked_as_v1(template_id, mapped)
     command = CreatePass(
         command_id=new_id("command"),
         account_id=principal.account_id,
         mode=principal.mode,
         request_id=request_id_var.get(),
         template_id=template_id,
-        holder_email=mapped.holder_email,
-        holder_name=mapped.holder_name,
-        field_values=mapped.field_values,
-        metadata=mapped.metadata,
+        holder_email=checked.holder_email,
+        holder_name=checked.holder_name,
+        field_values=checked.field_values,
+        metadata=checked.metadata,
         created_via_api=True,
     )
     record = PassRecord.model_validate(await ctx.command(issuer_subject(command.type), command))

@@ -1,0 +1,55 @@
+"""Issue 10, hardening of what faces the Internet: redirects never name a host the client
+chose, and wrong admin tokens are rate-limited per client address."""
+
+import pytest
+
+from tests.support.api import assert_error
+from tests.support.stack import ADMIN_GUESSES, Stack
+
+pytestmark = pytest.mark.e2e
+BODY = {"name": "guess", "plan": "free"}
+
+
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [("/v1/passes/", "/v1/passes"), ("/v1/templates/?limit=5", "/v1/templates?limit=5")],
+)
+def test_trailing_slash_redirects_are_relative(stack: Stack, path: str, location: str) -> None:
+    """The Location used to be built from the Host header: http://evil.example/v1/passes."""
+    with stack.client() as client:
+        response = client.get(path, headers={"Host": "evil.example"}, follow_redirects=False)
+    assert response.status_code == 307
+    assert response.headers["location"] == location
+
+
+def test_wrong_admin_tokens_are_refused_outright_after_a_few(stack: Stack) -> None:
+    """Counted per client address across replicas: this test's address is its own (uvicorn
+    takes X-Forwarded-For from loopback, its default trusted proxy)."""
+    guesser = {"X-Forwarded-For": "203.0.113.7"}
+    wrong = {"Authorization": "Bearer " + "w" * 43, **guesser}
+    with stack.client() as client:
+        for _ in range(ADMIN_GUESSES):
+            response = client.post("/admin/v1/accounts", json=BODY, headers=wrong)
+            assert_error(response, 401, "authentication_error")
+        refused = client.post("/admin/v1/accounts", json=BODY, headers=wrong)
+        assert_error(refused, 429, "rate_limit_error", code="admin_token_rate_limited")
+        assert int(refused.headers["Retry-After"]) > 0
+        # The right token from the same address waits too: a guess must not be confirmed.
+        right = {**stack.admin_headers(), **guesser}
+        assert client.post("/admin/v1/accounts", json=BODY, headers=right).status_code == 429
+        # Other addresses are not affected.
+        fine = client.post("/admin/v1/accounts", json=BODY, headers=stack.admin_headers())
+        assert fine.status_code == 201
+
+
+def test_the_operator_api_has_its_own_document_behind_the_token(stack: Stack) -> None:
+    with stack.client() as client:
+        public = client.get("/openapi.json").json()["paths"]
+        assert not any(path.startswith("/admin") for path in public)
+        hidden = client.get("/admin/v1/openapi.json", headers={"X-Forwarded-For": "203.0.113.8"})
+        assert hidden.status_code == 401
+        operator = client.get("/admin/v1/openapi.json", headers=stack.admin_headers())
+    assert operator.status_code == 200
+    paths = operator.json()["paths"]
+    assert "/admin/v1/accounts" in paths
+    assert not any(path.startswith("/v1/") for path in paths)
