@@ -2,7 +2,7 @@
 #   docker run tessera:latest python -m services.issuer
 # Build: docker build -t tessera:latest .   (docker compose builds it for you)
 
-# --- build: install the project (no dev/embedded extras) into a self-contained venv ---
+# --- build: the pinned runtime dependencies, then the project, into a self-contained venv ---
 FROM python:3.11-slim AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -13,13 +13,15 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
+# The lock (no dev/embedded extras; `make lock` writes it) in a layer of its own: a code change
+# does not reinstall the dependencies, and a tampered download fails its hash.
+COPY requirements.txt ./
+RUN pip install --require-hashes -r requirements.txt
 COPY pyproject.toml README.md ./
 COPY shared/ shared/
 COPY services/ services/
 COPY tessera/ tessera/
-RUN pip wheel --wheel-dir /wheels . \
-    && pip install --no-index --find-links /wheels tessera \
-    && rm -rf /wheels
+RUN pip install --no-deps . && pip check
 
 # --- runtime: the venv, a non-root user, nothing else ---
 FROM python:3.11-slim
@@ -28,7 +30,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     TESSERA_HOST=0.0.0.0 \
-    TESSERA_ISSUER_DATA_DIR=/var/lib/tessera
+    TESSERA_DATA_DIR=/var/lib/tessera
 
 RUN groupadd --system --gid 10001 tessera \
     && useradd --system --uid 10001 --gid 10001 --no-create-home \

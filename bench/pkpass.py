@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from services.issuer.pkpass import PassContent, build_pkpass
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design
 from tests.node import harness
 

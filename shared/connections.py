@@ -9,7 +9,7 @@ from faststream.nats import NatsBroker
 from nats.errors import Error as NatsError
 
 from shared.mongo import Database, MongoClient, create_client
-from shared.nats import create_broker, ensure_events_stream
+from shared.nats import create_broker, ensure_streams
 from shared.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,8 @@ def open_connections(settings: ServiceSettings) -> Connections:
 async def running(connections: Connections) -> AsyncIterator[Connections]:
     """Start the broker (with the subscribers registered on it) and close both at the end."""
     await connections.broker.connect()
-    # Every service declares the stream before its consumers start, whatever the start order.
-    await ensure_events_stream(connections.broker, connections.stream_replicas)
+    # Every service declares the streams before its consumers start, whatever the start order.
+    await ensure_streams(connections.broker, connections.stream_replicas)
     await connections.broker.start()
     try:
         yield connections

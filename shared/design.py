@@ -1,10 +1,7 @@
-"""The template `design` object: what a template fixes about every pass issued from it.
+"""The template `design` object (docs/templates.md): what every pass of a template shares.
 
-The spec leaves the inner structure of `design` open ("not shown"); this model is Tessera's
-decision, documented in docs/templates.md. It carries what both Apple Wallet (pass.json) and
-Google Wallet (classes and objects) need. Everything that can be checked from the design alone
-is checked here (so the api refuses it with a precise `param`); what depends on the template's
-`apple_style` is checked by `Design.check_style`.
+Everything the design alone decides is checked here, so the api refuses it with a precise
+`param`; what depends on the template's `apple_style` waits for `Design.check_style`.
 """
 
 import re

@@ -1,10 +1,7 @@
-"""The images of a template design: PNG checks, cleaning, size limits, and scales (@1x, @2x, @3x).
+"""The images of a template design: PNG checks, cleaning, size limits, and scales.
 
-Each image is a base64 PNG string (the @1x image) or {"x1", "x2", "x3"}. A PNG is checked by
-its signature, its IHDR chunk (checksum, width and height against the image's limit at that
-scale, before anything is decoded), its IEND chunk and its size in bytes; then it is cleaned
-(shared/png_clean.py: decoded under a pixel budget, re-encoded without ancillary chunks), and
-the cleaned PNG is what the design keeps. See docs/templates.md#images.
+Sizes are read from the IHDR chunk before anything is decoded, so a decompression bomb is
+refused unopened; the design keeps only the cleaned PNG. The rules: docs/templates.md#images.
 """
 
 import base64

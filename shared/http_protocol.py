@@ -17,7 +17,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 class HeaderDeadlineProtocol(H11Protocol):
     header_timeout_seconds = 10.0
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(  # type: ignore[override]  # narrowed to Transport as H11Protocol does
+        self, transport: asyncio.Transport
+    ) -> None:
         super().connection_made(transport)
         self._head_timer: asyncio.TimerHandle | None = None
         self._served: RequestResponseCycle | None = None

@@ -3,19 +3,33 @@
 Commands go from the api to the service that owns the data over NATS request/reply; each
 carries a `command_id` that makes it idempotent at the receiver (a replayed command returns the
 stored result). Replies are `CommandOk` or `CommandFailed`. Lifecycle events go to the
-JetStream stream `EVENTS_STREAM` with the event id as `Nats-Msg-Id`.
+JetStream stream `EVENTS_STREAM` with the event id as `Nats-Msg-Id`; an update's or a void's
+goes first, wrapped in a `LiveUpdate`, to `LIVE_UPDATES_STREAM`, for the events service.
 """
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from shared.models import PassSnapshot
+from shared.models import (
+    AppleStyle,
+    DownloadLinkRecord,
+    Mode,
+    PassRecord,
+    PassSnapshot,
+    TemplateRecord,
+    TemplateType,
+)
+from shared.views import WebhookView
 
-Mode = Literal["test", "live"]
+# What a command answers: each command class names its result model (`result_type`), and the
+# requester parses the reply into it, so the one boundary where a mismatch hurts is typed.
+R = TypeVar("R", bound=BaseModel)
 
 ISSUER_COMMANDS = "tessera.issuer.cmd"
+WEBHOOKS_COMMANDS = "tessera.webhooks.cmd"
 ISSUER_QUEUE = "issuer"
 EVENTS_STREAM = "TESSERA_EVENTS"
 EVENTS_SUBJECT_PREFIX = "tessera.events"
@@ -27,23 +41,43 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Command(_Message):
+class Command(_Message, Generic[R]):
+    """A request to the service that owns the data; `R` is what it answers."""
+
+    result_type: ClassVar[type[BaseModel]]
+    subjects: ClassVar[str]  # the owner's subject prefix: the command goes to `<subjects>.<type>`
+
+    type: str  # each command narrows it to its own literal, the discriminator
     command_id: str
     account_id: str
     mode: Mode
     request_id: str | None = None
 
+    @property
+    def subject(self) -> str:
+        return f"{self.subjects}.{self.type}"
 
-class CreateTemplate(Command):
+    def parse_result(self, result: Any) -> R:
+        """The owner's answer (JSON or a stored copy of it) as this command's result model."""
+        return cast(R, self.result_type.model_validate(result))
+
+
+class _IssuerCommand(Command[R]):
+    subjects: ClassVar[str] = ISSUER_COMMANDS
+
+
+class CreateTemplate(_IssuerCommand[TemplateRecord]):
+    result_type: ClassVar[type[BaseModel]] = TemplateRecord
     type: Literal["create_template"] = "create_template"
     name: str
-    template_type: str
-    apple_style: str
+    template_type: TemplateType
+    apple_style: AppleStyle
     design: dict[str, Any]
     require_download_link: bool = False
 
 
-class UpdateTemplate(Command):
+class UpdateTemplate(_IssuerCommand[TemplateRecord]):
+    result_type: ClassVar[type[BaseModel]] = TemplateRecord
     type: Literal["update_template"] = "update_template"
     template_id: str
     name: str | None = None
@@ -52,7 +86,8 @@ class UpdateTemplate(Command):
     require_download_link: bool | None = None
 
 
-class CreatePass(Command):
+class CreatePass(_IssuerCommand[PassRecord]):
+    result_type: ClassVar[type[BaseModel]] = PassRecord
     type: Literal["create_pass"] = "create_pass"
     template_id: str
     holder_email: str | None = None
@@ -62,21 +97,24 @@ class CreatePass(Command):
     created_via_api: bool = True
 
 
-class UpdatePass(Command):
+class UpdatePass(_IssuerCommand[PassRecord]):
+    result_type: ClassVar[type[BaseModel]] = PassRecord
     type: Literal["update_pass"] = "update_pass"
     pass_id: str
     field_values: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
 
 
-class VoidPass(Command):
+class VoidPass(_IssuerCommand[PassRecord]):
+    result_type: ClassVar[type[BaseModel]] = PassRecord
     type: Literal["void_pass"] = "void_pass"
     pass_id: str
 
 
-class CreateDownloadLink(Command):
+class CreateDownloadLink(_IssuerCommand[DownloadLinkRecord]):
     """Mint an expiring link. Only the token's SHA-256 travels: the token never leaves the api."""
 
+    result_type: ClassVar[type[BaseModel]] = DownloadLinkRecord
     type: Literal["create_download_link"] = "create_download_link"
     pass_id: str
     token_hash: str
@@ -93,11 +131,6 @@ IssuerCommand = Annotated[
 issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)
 
 
-def issuer_subject(command_type: str) -> str:
-    return f"{ISSUER_COMMANDS}.{command_type}"
-
-
-WEBHOOKS_COMMANDS = "tessera.webhooks.cmd"
 WEBHOOKS_QUEUE = "webhooks"
 WebhookEventType = Literal[
     "pass.issued",
@@ -112,7 +145,23 @@ WebhookEventType = Literal[
 ]
 
 
-class CreateWebhook(Command):
+class WebhookCreated(WebhookView):
+    """A created webhook with its signing secret: the only answer that carries it."""
+
+    secret: str
+
+
+class Deleted(_Message):
+    id: str
+    deleted: Literal[True] = True
+
+
+class _WebhooksCommand(Command[R]):
+    subjects: ClassVar[str] = WEBHOOKS_COMMANDS
+
+
+class CreateWebhook(_WebhooksCommand[WebhookCreated]):
+    result_type: ClassVar[type[BaseModel]] = WebhookCreated
     type: Literal["create_webhook"] = "create_webhook"
     url: str
     events: list[WebhookEventType]
@@ -120,7 +169,8 @@ class CreateWebhook(Command):
     enabled: bool = True
 
 
-class UpdateWebhook(Command):
+class UpdateWebhook(_WebhooksCommand[WebhookView]):
+    result_type: ClassVar[type[BaseModel]] = WebhookView
     type: Literal["update_webhook"] = "update_webhook"
     webhook_id: str
     url: str | None = None
@@ -129,7 +179,8 @@ class UpdateWebhook(Command):
     enabled: bool | None = None
 
 
-class DeleteWebhook(Command):
+class DeleteWebhook(_WebhooksCommand[Deleted]):
+    result_type: ClassVar[type[BaseModel]] = Deleted
     type: Literal["delete_webhook"] = "delete_webhook"
     webhook_id: str
 
@@ -140,34 +191,6 @@ WebhooksCommand = Annotated[
 webhooks_command_adapter: TypeAdapter[WebhooksCommand] = TypeAdapter(WebhooksCommand)
 
 
-def webhooks_subject(command_type: str) -> str:
-    return f"{WEBHOOKS_COMMANDS}.{command_type}"
-
-
-WALLET_COMMANDS = "tessera.wallet.cmd"  # not under tessera.events.>: that is the stream's
-WALLET_QUEUE = "events"
-
-
-class DropPushToken(_Message):
-    """APNs answered 410 for a push token: the events service (which owns `registrations`)
-    removes the registrations that use it, unless they were renewed after `inactive_since`."""
-
-    type: Literal["drop_push_token"] = "drop_push_token"
-    command_id: str
-    pass_type_identifier: str
-    push_token: str
-    inactive_since: datetime | None = None
-    request_id: str | None = None
-
-
-WalletCommand = Annotated[DropPushToken, Field(discriminator="type")]
-wallet_command_adapter: TypeAdapter[WalletCommand] = TypeAdapter(WalletCommand)
-
-
-def wallet_subject(command_type: str) -> str:
-    return f"{WALLET_COMMANDS}.{command_type}"
-
-
 class WireError(_Message):
     type: str
     status: int
@@ -176,9 +199,9 @@ class WireError(_Message):
     code: str | None = None
 
 
-class CommandOk(_Message):
+class CommandOk(_Message, Generic[R]):
     ok: Literal[True] = True
-    result: dict[str, Any]
+    result: R
 
 
 class CommandFailed(_Message):
@@ -186,8 +209,18 @@ class CommandFailed(_Message):
     error: WireError
 
 
-CommandReply = Annotated[CommandOk | CommandFailed, Field(discriminator="ok")]
-command_reply_adapter: TypeAdapter[CommandReply] = TypeAdapter(CommandReply)
+def ok_reply(result: BaseModel) -> bytes:
+    """The reply carrying `result`, serialized as its own model."""
+    # The envelope of CommandOk around the result's own JSON (the result's class is only
+    # known at run time, and serializing through a base class would drop its fields).
+    return b'{"ok":true,"result":' + result.model_dump_json().encode() + b"}"
+
+
+@cache
+def reply_adapter(result_type: type[BaseModel]) -> TypeAdapter[Any]:
+    """Parses a reply to a command whose result is `result_type`: CommandOk or CommandFailed."""
+    ok = CommandOk[result_type]  # type: ignore[valid-type]  # a model class known at run time
+    return TypeAdapter(Annotated[ok | CommandFailed, Field(discriminator="ok")])
 
 
 PassEventType = Literal[
@@ -215,3 +248,38 @@ class PassEventMessage(_Message):
 
 
 pass_event_adapter: TypeAdapter[PassEventMessage] = TypeAdapter(PassEventMessage)
+
+
+# Live updates: an update or a void that committed, for the events service to push to the
+# pass's devices before it publishes the event (docs/wallet-callbacks.md). A work queue: each
+# live update is taken by one replica and removed once acknowledged.
+LIVE_UPDATES_STREAM = "TESSERA_LIVE_UPDATES"
+LIVE_UPDATES_SUBJECT_PREFIX = "tessera.live"
+LIVE_UPDATES_CONSUMER = "live-updates"
+LIVE_UPDATE_EVENT_TYPES: frozenset[PassEventType] = frozenset({"updated", "voided"})
+
+
+class LiveUpdate(_Message):
+    """The event of an update or a void, published by the events service only once the pass's
+    devices were pushed, with the push counts merged into its metadata."""
+
+    type: Literal["live_update"] = "live_update"
+    event: PassEventMessage
+
+    @property
+    def id(self) -> str:
+        """The event's id: also the live update's outbox id and Nats-Msg-Id."""
+        return self.event.id
+
+    @property
+    def subject(self) -> str:
+        return f"{LIVE_UPDATES_SUBJECT_PREFIX}.pass.{self.event.event_type}"
+
+
+live_update_adapter: TypeAdapter[LiveUpdate] = TypeAdapter(LiveUpdate)
+
+
+def stream_of(subject: str) -> str:
+    """The JetStream stream that captures `subject` (the outbox relay publishes to both)."""
+    live = subject.startswith(f"{LIVE_UPDATES_SUBJECT_PREFIX}.")
+    return LIVE_UPDATES_STREAM if live else EVENTS_STREAM

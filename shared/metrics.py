@@ -52,8 +52,8 @@ WEBHOOK_DELIVERIES = Counter(
 )
 APNS_PUSHES = Counter(
     "tessera_apns_pushes",
-    "APNs pushes, by result (success, unregistered: 410, rejected: other status, error: no "
-    "answer).",
+    "Live-update pushes the events service sent APNs, by result (success, unregistered: 410 or "
+    "an invalid token, rejected: other status, error: no answer).",
     ["result"],
 )
 CONSUMER_PENDING = Gauge(
@@ -65,8 +65,8 @@ CONSUMER_PENDING = Gauge(
 
 OUTBOX_PENDING = Gauge(
     "tessera_outbox_pending",
-    "Events the issuer committed and has not yet published to JetStream (held ones included), "
-    "read at scrape time.",
+    "Events the issuer committed and has not yet published to JetStream (live updates "
+    "included), read at scrape time.",
 )
 OUTBOX_SET_ASIDE = Counter(
     "tessera_outbox_set_aside",
@@ -93,7 +93,8 @@ def instrument(
     if token is None and settings.environment == "production":
         log.warning("GET /metrics is off: set TESSERA_METRICS_TOKEN to serve it in production")
         return
-    app.include_router(metrics_router(token, refresh))
+    secret = None if token is None else token.get_secret_value()
+    app.include_router(metrics_router(secret, refresh))
 
 
 def metrics_router(token: str | None = None, refresh: Sequence[Refresh] = ()) -> APIRouter:

@@ -1,4 +1,4 @@
-"""NATS helpers: the broker factory, the events stream, and request/reply with error replies.
+"""NATS helpers: the broker factory, the streams, and request/reply with error replies.
 
 FastStream sends no reply when a handler raises, so every command handler goes through
 `reply_to_command`, which always answers: the result, or the error as a `CommandFailed`.
@@ -7,13 +7,12 @@ FastStream sends no reply when a handler raises, so every command handler goes t
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
 
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 from pydantic import BaseModel, ValidationError
 from pymongo.errors import ConnectionFailure
@@ -22,12 +21,17 @@ from shared.errors import ApiError, InternalError, PayloadTooLarge, error_from_w
 from shared.messages import (
     EVENTS_STREAM,
     EVENTS_SUBJECT_PREFIX,
+    LIVE_UPDATES_STREAM,
+    LIVE_UPDATES_SUBJECT_PREFIX,
+    Command,
     CommandFailed,
     CommandOk,
     PassEventMessage,
+    R,
     WireError,
-    command_reply_adapter,
+    ok_reply,
     pass_event_adapter,
+    reply_adapter,
 )
 
 log = logging.getLogger(__name__)
@@ -54,6 +58,20 @@ def events_stream_config(replicas: int = 1) -> StreamConfig:
         name=EVENTS_STREAM,
         num_replicas=replicas,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
+        storage=StorageType.FILE,
+        duplicate_window=DUPLICATE_WINDOW.total_seconds(),
+        max_age=EVENTS_RETENTION.total_seconds(),
+    )
+
+
+def live_updates_stream_config(replicas: int = 1) -> StreamConfig:
+    """A work queue: each live update is removed once the events service acknowledged it, and
+    waits (as long as events do) while no events service runs."""
+    return StreamConfig(
+        name=LIVE_UPDATES_STREAM,
+        num_replicas=replicas,
+        subjects=[f"{LIVE_UPDATES_SUBJECT_PREFIX}.>"],
+        retention=RetentionPolicy.WORK_QUEUE,
         storage=StorageType.FILE,
         duplicate_window=DUPLICATE_WINDOW.total_seconds(),
         max_age=EVENTS_RETENTION.total_seconds(),
@@ -90,10 +108,9 @@ def subscribe_to_events(
         await handle(event)
 
 
-async def request_command(
-    broker: NatsBroker, subject: str, command: BaseModel, timeout_seconds: float
-) -> dict[str, Any]:
-    """Send a command and return its result, or raise the ApiError the receiver replied with."""
+async def request_command(broker: NatsBroker, command: Command[R], timeout_seconds: float) -> R:
+    """Send a command to its owner and return its typed result, or raise the ApiError the
+    owner replied with."""
     payload = command.model_dump_json().encode()
     limit = max_payload(broker)
     if limit is not None and len(payload) > limit - COMMAND_HEADROOM_BYTES:
@@ -104,7 +121,7 @@ async def request_command(
             code="body_too_large",
         )
     try:
-        reply = await broker.request(payload, subject, timeout=timeout_seconds)
+        reply = await broker.request(payload, command.subject, timeout=timeout_seconds)
     except NoRespondersError as exc:
         raise InternalError(
             "The service that handles this request is unavailable; retry shortly.",
@@ -115,9 +132,9 @@ async def request_command(
             "The request did not complete in time; retry it with the same Idempotency-Key.",
             code="timeout",
         ) from exc
-    parsed = command_reply_adapter.validate_json(reply.body)
+    parsed = reply_adapter(command.result_type).validate_json(reply.body)
     if isinstance(parsed, CommandOk):
-        return parsed.result
+        return command.parse_result(parsed.result)
     err = parsed.error
     raise error_from_wire(err.type, err.status, err.message, err.param, err.code)
 
@@ -132,7 +149,7 @@ def max_payload(broker: NatsBroker) -> int | None:
 
 async def reply_to_command(
     body: bytes,
-    handle: Callable[[bytes], Awaitable[dict[str, Any]]],
+    handle: Callable[[bytes], Awaitable[BaseModel]],
     max_payload_bytes: int | None = None,
 ) -> bytes:
     """Run a command handler and always produce a reply, never an exception.
@@ -141,7 +158,7 @@ async def reply_to_command(
     without a word, and the requester sees a timeout): it is logged and answered as an error."""
     error: ApiError
     try:
-        reply = CommandOk(result=await handle(body)).model_dump_json().encode()
+        reply = ok_reply(await handle(body))
         if max_payload_bytes is None or len(reply) <= max_payload_bytes:
             return reply
         log.error("a reply of %d bytes is over NATS's max_payload; answering an error", len(reply))
@@ -180,8 +197,17 @@ async def ensure_events_stream(broker: NatsBroker, replicas: int = 1) -> None:
 
     Every replica of every service runs this at start, at once: creating a stream that exists
     with the same config succeeds, so the race is harmless."""
+    await _ensure_stream(broker, events_stream_config(replicas))
+
+
+async def ensure_streams(broker: NatsBroker, replicas: int = 1) -> None:
+    """Declare every stream (events and live updates), as `ensure_events_stream` does one."""
+    await ensure_events_stream(broker, replicas)
+    await _ensure_stream(broker, live_updates_stream_config(replicas))
+
+
+async def _ensure_stream(broker: NatsBroker, config: StreamConfig) -> None:
     js = broker.connection.jetstream()
-    config = events_stream_config(replicas)
     try:
         await js.add_stream(config=config)
     except BadRequestError:

@@ -4,12 +4,15 @@
 newer than X (still newest first). `has_more` is exact: one extra document is read to know it.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pymongo import ASCENDING, DESCENDING
 
 from shared.mongo import Document
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -20,12 +23,15 @@ class PageRequest:
 
 
 @dataclass(frozen=True)
-class Page:
-    documents: list[Document]
+class Page(Generic[T]):
+    items: list[T]
     has_more: bool
 
 
-async def fetch_page(collection: Any, query: dict[str, Any], page: PageRequest) -> Page:
+async def fetch_page(
+    collection: Any, query: dict[str, Any], page: PageRequest, parse: Callable[[Document], T]
+) -> Page[T]:
+    """One page of `collection` under `query`, each document turned into a model by `parse`."""
     query = dict(query)
     if page.ending_before is not None:
         query["_id"] = {"$gt": page.ending_before}
@@ -40,4 +46,4 @@ async def fetch_page(collection: Any, query: dict[str, Any], page: PageRequest) 
     documents = documents[: page.limit]
     if order == ASCENDING:
         documents.reverse()
-    return Page(documents=documents, has_more=has_more)
+    return Page(items=[parse(doc) for doc in documents], has_more=has_more)

@@ -2,12 +2,14 @@
 
 Common fields read their `TESSERA_*` variable whatever the subclass prefix is (explicit aliases),
 so one `.env` configures the whole stack; service fields use the service prefix
-(`TESSERA_API_PORT`, `TESSERA_ISSUER_DATA_DIR`, ...).
+(`TESSERA_API_PORT`, `TESSERA_ISSUER_OUTBOX_POLL_SECONDS`, ...). `AppleIdentitySettings` adds the
+Apple pass type identity for the two services that use it (the issuer and the events service).
 """
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Environment = Literal["development", "test", "production"]
@@ -46,7 +48,7 @@ class ServiceSettings(BaseSettings):
     # The replica's name (e.g. "issuer-2"), added to its log lines.
     replica: str | None = Field(None, validation_alias=_common("REPLICA"))
     # When set, GET /metrics answers only `Authorization: Bearer <token>` (docs/operations.md).
-    metrics_token: str | None = Field(None, validation_alias=_common("METRICS_TOKEN"))
+    metrics_token: SecretStr | None = Field(None, validation_alias=_common("METRICS_TOKEN"))
     # A connection must send a complete request head within this long (shared/http_protocol.py).
     header_timeout_seconds: float = Field(
         10.0, gt=0, validation_alias=_common("HEADER_TIMEOUT_SECONDS")
@@ -63,8 +65,8 @@ class ServiceSettings(BaseSettings):
 
     @field_validator("metrics_token")
     @classmethod
-    def _no_placeholder_token(cls, value: str | None) -> str | None:
-        if value is not None and value.lower() in _PLACEHOLDERS:
+    def _no_placeholder_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value().lower() in _PLACEHOLDERS:
             raise ValueError("TESSERA_METRICS_TOKEN is a placeholder; set a real secret")
         return value
 
@@ -78,8 +80,70 @@ class ServiceSettings(BaseSettings):
         return self
 
 
-def refuse_placeholder(value: str | None, environment: Environment, name: str) -> str | None:
+def refuse_placeholder(
+    value: SecretStr | None, environment: Environment, name: str
+) -> SecretStr | None:
     """Secrets have no defaults; outside development a placeholder value is refused."""
-    if value is not None and environment != "development" and value.lower() in _PLACEHOLDERS:
+    if value is None or environment == "development":
+        return value
+    if value.get_secret_value().lower() in _PLACEHOLDERS:
         raise ValueError(f"{name} is a placeholder; set a real secret")
     return value
+
+
+class AppleIdentitySettings(ServiceSettings):
+    """The Apple pass type identity: the issuer signs passes with it, the events service pushes
+    through APNs with it. Without a service prefix, so one set of variables serves both."""
+
+    # Where the development identity is generated on first start.
+    data_dir: Path = Field(Path(".tessera"), validation_alias=_common("DATA_DIR"))
+    pass_type_identifier: str = Field(
+        "pass.dev.tessera", validation_alias=_common("PASS_TYPE_IDENTIFIER")
+    )
+    team_identifier: str = Field("TESSERADEV", validation_alias=_common("TEAM_IDENTIFIER"))
+    # A production identity and Apple's WWDR G4 intermediate: the pass type certificate and key
+    # as PEM files (the key optionally encrypted), or both in one PKCS#12 (.p12) file.
+    apple_certificate_path: Path | None = Field(
+        None, validation_alias=_common("APPLE_CERTIFICATE_PATH")
+    )
+    apple_private_key_path: Path | None = Field(
+        None, validation_alias=_common("APPLE_PRIVATE_KEY_PATH")
+    )
+    apple_pkcs12_path: Path | None = Field(None, validation_alias=_common("APPLE_PKCS12_PATH"))
+    apple_private_key_password: SecretStr | None = Field(
+        None, validation_alias=_common("APPLE_PRIVATE_KEY_PASSWORD")
+    )
+    apple_wwdr_certificate_path: Path | None = Field(
+        None, validation_alias=_common("APPLE_WWDR_CERTIFICATE_PATH")
+    )
+
+    @model_validator(mode="after")
+    def _apple_identity_complete(self) -> "AppleIdentitySettings":
+        refuse_placeholder(
+            self.apple_private_key_password, self.environment, "TESSERA_APPLE_PRIVATE_KEY_PASSWORD"
+        )
+        pem = [self.apple_certificate_path, self.apple_private_key_path]
+        if any(pem) and self.apple_pkcs12_path is not None:
+            raise ValueError("set either the Apple PEM files or TESSERA_APPLE_PKCS12_PATH")
+        if any(pem) and not all(pem):
+            raise ValueError(
+                "set TESSERA_APPLE_CERTIFICATE_PATH and TESSERA_APPLE_PRIVATE_KEY_PATH together"
+            )
+        if self.apple_configured and self.apple_wwdr_certificate_path is None:
+            raise ValueError("an Apple identity needs TESSERA_APPLE_WWDR_CERTIFICATE_PATH")
+        if (
+            self.environment == "production"
+            and self.apple_identity_required
+            and not self.apple_configured
+        ):
+            raise ValueError("production needs a real Apple signing identity (TESSERA_APPLE_*)")
+        return self
+
+    @property
+    def apple_configured(self) -> bool:
+        return self.apple_pkcs12_path is not None or self.apple_certificate_path is not None
+
+    @property
+    def apple_identity_required(self) -> bool:
+        """Whether this service cannot work without the identity in production."""
+        return True

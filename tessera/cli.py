@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from services.api.accounts import create_account
+from services.api.accounts import Plan, create_account
 from services.api.repository import ApiRepository
 from shared.clock import SystemClock
 from shared.mongo import create_client
@@ -25,12 +25,12 @@ def _mongo_url(data_dir: Path) -> str:
     raise SystemExit("tessera: set TESSERA_MONGODB_URL or start `tessera up` first")
 
 
-async def _create_account(mongo_url: str, name: str, plan: str) -> dict[str, object]:
+async def _create_account(mongo_url: str, name: str, plan: Plan) -> dict[str, object]:
     client = create_client(mongo_url)
     try:
         repo = ApiRepository(client[os.environ.get("TESSERA_MONGODB_DATABASE", "tessera")])
         await repo.ensure_indexes()
-        return await create_account(repo, SystemClock(), name, plan)  # type: ignore[arg-type]
+        return await create_account(repo, SystemClock(), name, plan)
     finally:
         await client.close()
 

@@ -67,7 +67,7 @@ def _stack_env(
     env.setdefault("TESSERA_BASE_URL", f"http://{host}:{port}")
     env.setdefault("TESSERA_SITE_URL", f"http://{host}:{port}")
     env.setdefault("TESSERA_WALLET_URL", f"http://{host}:{port + PORT_OFFSETS['events']}")
-    env.setdefault("TESSERA_ISSUER_DATA_DIR", str(data_dir))
+    env.setdefault("TESSERA_DATA_DIR", str(data_dir))
     env.setdefault("TESSERA_WEBHOOKS_SECRET_KEY", webhooks_key(data_dir))
     # Local development sends webhooks to local receivers; production refuses private targets.
     env.setdefault("TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS", "true")

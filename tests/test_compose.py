@@ -98,7 +98,7 @@ def test_settings_load_in_production(
             monkeypatch.delenv(key)
     env = {**_env_example(), **_service_env(name)}
     for key, value in env.items():
-        if key.startswith("TESSERA_ISSUER_APPLE_") and key.endswith("_PATH"):
+        if key.startswith("TESSERA_APPLE_") and key.endswith("_PATH"):
             stand_in = tmp_path / Path(value).name
             stand_in.write_text("-----BEGIN CERTIFICATE-----\n")
             value = str(stand_in)
@@ -109,11 +109,16 @@ def test_settings_load_in_production(
     assert str(settings.model_dump()["port"]) == env[f"TESSERA_{name.upper()}_PORT"]
 
 
-def test_issuer_secrets_come_from_the_read_only_mount() -> None:
-    issuer = _compose()["issuer"]
-    assert "./secrets:/run/secrets/tessera:ro" in issuer["volumes"]
-    paths = {k: v for k, v in _service_env("issuer").items() if k.endswith("_PATH")}
-    assert len(paths) == 3
+@pytest.mark.parametrize("name", ["issuer", "events"])
+def test_apple_secrets_come_from_the_read_only_mount(name: str) -> None:
+    """The issuer signs with the Apple identity, the events service authenticates to APNs."""
+    assert "./secrets:/run/secrets/tessera:ro" in _compose()[name]["volumes"]
+    paths = {k: v for k, v in _service_env(name).items() if k.endswith("_PATH")}
+    assert sorted(paths) == [
+        "TESSERA_APPLE_CERTIFICATE_PATH",
+        "TESSERA_APPLE_PRIVATE_KEY_PATH",
+        "TESSERA_APPLE_WWDR_CERTIFICATE_PATH",
+    ]
     assert all(path.startswith("/run/secrets/tessera/") for path in paths.values())
 
 

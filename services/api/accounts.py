@@ -14,8 +14,8 @@ from services.api.repository import ApiRepository
 from shared.clock import Clock, iso
 from shared.errors import AuthenticationError, not_found
 from shared.ids import new_id
+from shared.models import Mode
 
-Mode = Literal["test", "live"]
 Plan = Literal["free", "paid"]
 KEY_PREFIXES: dict[Mode, str] = {"test": "svc_test_", "live": "svc_live_"}
 

@@ -26,9 +26,9 @@ from services.api.endpoints import (
 from services.api.idempotency import IdempotencyPolicy
 from services.api.middleware import RequestContextMiddleware
 from services.api.repository import ApiRepository
-from services.events.repository import DeviceLogReads, EventReads
-from services.issuer.repository import IssuerReads
-from services.webhooks.repository import WebhookReads
+from services.events.reads import DeviceLogReads, EventReads
+from services.issuer.reads import IssuerReads
+from services.webhooks.reads import WebhookReads
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router

@@ -7,7 +7,7 @@
 
 from datetime import timedelta
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings, refuse_placeholder
@@ -56,7 +56,9 @@ class ApiSettings(ServiceSettings):
 
     port: int = 8000
     # The operator API (/admin/v1) is served only when this is set.
-    admin_token: str | None = Field(None, validation_alias=AliasChoices("TESSERA_ADMIN_TOKEN"))
+    admin_token: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("TESSERA_ADMIN_TOKEN")
+    )
     # Wrong admin tokens one client address may present per 5 minutes (docs/operations.md).
     admin_guesses_per_window: int = Field(10, gt=0)
     max_body_bytes: int = Field(1_048_576, gt=0)
@@ -68,7 +70,8 @@ class ApiSettings(ServiceSettings):
     def _real_admin_token(self) -> "ApiSettings":
         refuse_placeholder(self.admin_token, self.environment, "TESSERA_ADMIN_TOKEN")
         token = self.admin_token
-        if token is not None and self.environment == "production" and len(token) < 32:
+        short = token is not None and len(token.get_secret_value()) < 32
+        if short and self.environment == "production":
             raise ValueError("TESSERA_ADMIN_TOKEN must be at least 32 characters")
         return self
 

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from faststream.nats import NatsBroker
-from pydantic import BaseModel
 
 from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
@@ -24,13 +23,13 @@ from services.api.limits import (
     reserve_pass,
 )
 from services.api.repository import ApiRepository
-from services.events.repository import DeviceLogReads, EventReads
-from services.issuer.repository import IssuerReads
-from services.webhooks.repository import WebhookReads
+from services.events.reads import DeviceLogReads, EventReads
+from services.issuer.reads import IssuerReads
+from services.webhooks.reads import WebhookReads
 from shared.clock import Clock
 from shared.errors import AuthenticationError, NotFound
 from shared.logs import account_id_var
-from shared.messages import PassEventType
+from shared.messages import Command, PassEventType, R
 from shared.models import PassRecord
 from shared.nats import request_command
 
@@ -65,10 +64,9 @@ class ApiContext:
         await self.enforce_rate_limit(principal)
         await self.reserve_pass(principal)
 
-    async def command(self, subject: str, command: BaseModel) -> dict[str, Any]:
-        return await request_command(
-            self.broker, subject, command, self.settings.request_timeout_seconds
-        )
+    async def command(self, command: Command[R]) -> R:
+        """Send a command to the service that owns its data; its typed result."""
+        return await request_command(self.broker, command, self.settings.request_timeout_seconds)
 
 
 async def _context(request: Request) -> ApiContext:
@@ -120,7 +118,7 @@ async def _admin(
         presented = _bearer(authorization) or ""
     except AuthenticationError:
         presented = ""
-    if not hmac.compare_digest(presented.encode(), token.encode()):
+    if not hmac.compare_digest(presented.encode(), token.get_secret_value().encode()):
         await count_admin_failure(ctx.repo, ctx.clock, client)
         raise AuthenticationError("Invalid admin token.", code="invalid_admin_token")
 

@@ -1,14 +1,35 @@
-"""The spec's objects as pydantic models, for the OpenAPI document (`/docs`, `/openapi.json`).
-
-Endpoints build their bodies with the shaping functions in schemas.py; these models describe
-those bodies and the error envelope to clients and code generators.
+"""The spec's objects (section 2): one model per object, which endpoints build their bodies
+with (`PassObject.of(record, site_url)`) and which the OpenAPI document describes them by.
 """
 
+from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from shared.clock import iso
+from shared.messages import WebhookCreated
+from shared.models import (
+    DeliveryRecord,
+    DownloadLinkRecord,
+    Mode,
+    PassEventRecord,
+    PassRecord,
+    TemplateRecord,
+)
+from shared.views import DeviceLogView, WebhookView
+
 T = TypeVar("T")
+
+
+def _iso_or_none(moment: datetime | None) -> str | None:
+    return None if moment is None else iso(moment)
+
+
+def pass_urls(site_url: str, short_id: str) -> tuple[str, str]:
+    """A pass's landing page and its .pkpass download under {site_url}."""
+    page = f"{site_url}/p/{short_id}"
+    return page, f"{page}/pass.pkpass"
 
 
 class ErrorBody(BaseModel):
@@ -24,7 +45,7 @@ class ErrorEnvelope(BaseModel):
 
 class TemplateObject(BaseModel):
     id: str
-    object: Literal["template"]
+    object: Literal["template"] = "template"
     name: str
     type: str
     apple_style: str
@@ -34,14 +55,28 @@ class TemplateObject(BaseModel):
     created_at: str
     updated_at: str
 
+    @classmethod
+    def of(cls, record: TemplateRecord) -> "TemplateObject":
+        return cls(
+            id=record.id,
+            name=record.name,
+            type=record.type,
+            apple_style=record.apple_style,
+            design=record.design,
+            archived=record.archived,
+            require_download_link=record.require_download_link,
+            created_at=iso(record.created_at),
+            updated_at=iso(record.updated_at),
+        )
+
 
 class PassObject(BaseModel):
     id: str
-    object: Literal["pass"]
+    object: Literal["pass"] = "pass"
     short_id: str
     template_id: str
     serial_number: str
-    mode: Literal["test", "live"]
+    mode: Mode
     holder_email: str | None
     holder_name: str | None
     field_values: dict[str, str]
@@ -53,42 +88,98 @@ class PassObject(BaseModel):
     download_url: str
     created_at: str
 
+    @classmethod
+    def of(cls, record: PassRecord, site_url: str) -> "PassObject":
+        url, download_url = pass_urls(site_url, record.short_id)
+        return cls(
+            id=record.id,
+            short_id=record.short_id,
+            template_id=record.template_id,
+            serial_number=record.serial_number,
+            mode=record.mode,
+            holder_email=record.holder_email,
+            holder_name=record.holder_name,
+            field_values=record.field_values,
+            voided=record.voided,
+            voided_at=_iso_or_none(record.voided_at),
+            metadata=record.metadata,
+            created_via_api=record.created_via_api,
+            url=url,
+            download_url=download_url,
+            created_at=iso(record.created_at),
+        )
+
 
 class PassEventObject(BaseModel):
     id: str
-    object: Literal["pass_event"]
+    object: Literal["pass_event"] = "pass_event"
     pass_id: str
     type: str
     metadata: dict[str, Any]
     created_at: str
 
+    @classmethod
+    def of(cls, record: PassEventRecord) -> "PassEventObject":
+        return cls(
+            id=record.id,
+            pass_id=record.pass_id,
+            type=record.type,
+            metadata=record.metadata,
+            created_at=iso(record.created_at),
+        )
+
 
 class DownloadLinkObject(BaseModel):
-    object: Literal["pass.download_link"]
+    object: Literal["pass.download_link"] = "pass.download_link"
     pass_id: str
     url: str
     expires_in: int
     expires_at: str
     created_at: str
 
+    @classmethod
+    def of(cls, record: DownloadLinkRecord, url: str) -> "DownloadLinkObject":
+        return cls(
+            pass_id=record.pass_id,
+            url=url,
+            expires_in=record.expires_in,
+            expires_at=iso(record.expires_at),
+            created_at=iso(record.created_at),
+        )
+
 
 class WebhookObject(BaseModel):
     id: str
-    object: Literal["webhook"]
+    object: Literal["webhook"] = "webhook"
     url: str
     events: list[str]
     description: str | None
     enabled: bool
     created_at: str
 
+    @classmethod
+    def of(cls, view: WebhookView) -> "WebhookObject":
+        return cls(
+            id=view.id,
+            url=view.url,
+            events=view.events,
+            description=view.description,
+            enabled=view.enabled,
+            created_at=iso(view.created_at),
+        )
+
 
 class WebhookWithSecret(WebhookObject):
     secret: str
 
+    @classmethod
+    def created(cls, created: WebhookCreated) -> "WebhookWithSecret":
+        return cls(**WebhookObject.of(created).model_dump(), secret=created.secret)
+
 
 class DeliveryObject(BaseModel):
     id: str
-    object: Literal["webhook_delivery"]
+    object: Literal["webhook_delivery"] = "webhook_delivery"
     webhook_id: str
     event_type: str
     status: Literal["pending", "delivered", "failed", "dead"]
@@ -99,16 +190,42 @@ class DeliveryObject(BaseModel):
     response_body: str | None
     created_at: str
 
+    @classmethod
+    def of(cls, record: DeliveryRecord) -> "DeliveryObject":
+        return cls(
+            id=record.id,
+            webhook_id=record.webhook_id,
+            event_type=record.event_type,
+            status=record.status,
+            attempts=record.attempts,
+            last_attempt_at=_iso_or_none(record.last_attempt_at),
+            next_attempt_at=_iso_or_none(record.next_attempt_at),
+            response_status=record.response_status,
+            response_body=record.response_body,
+            created_at=iso(record.created_at),
+        )
+
 
 class ListObject(BaseModel, Generic[T]):
-    object: Literal["list"]
+    object: Literal["list"] = "list"
     data: list[T]
     has_more: bool
 
 
+class DeviceLogObject(BaseModel):
+    id: str
+    object: Literal["device_log"] = "device_log"
+    message: str
+    received_at: str
+
+    @classmethod
+    def of(cls, view: DeviceLogView) -> "DeviceLogObject":
+        return cls(id=view.id, message=view.message, received_at=iso(view.received_at))
+
+
 class DeletedObject(BaseModel):
     id: str
-    deleted: Literal[True]
+    deleted: Literal[True] = True
 
 
 _ERRORS: dict[int, str] = {

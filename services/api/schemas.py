@@ -1,6 +1,5 @@
 """What the api receives (request bodies) and returns (the spec's objects)."""
 
-from datetime import datetime
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -15,20 +14,10 @@ from pydantic import (
 )
 
 from services.api.bodies import storable_problem
-from shared.clock import iso
 from shared.design import Design
 from shared.errors import InvalidRequest
 from shared.messages import WebhookEventType
-from shared.models import (
-    AppleStyle,
-    DeliveryRecord,
-    DownloadLinkRecord,
-    PassEventRecord,
-    PassRecord,
-    TemplateRecord,
-    TemplateType,
-    WebhookRecord,
-)
+from shared.models import AppleStyle, Mode, TemplateType
 from shared.pass_limits import (
     MAX_HOLDER_NAME_CHARS,
     MAX_METADATA_KEYS,
@@ -168,104 +157,4 @@ class AccountUpdate(_Body):
 
 
 class ApiKeyCreate(_Body):
-    mode: Literal["test", "live"]
-
-
-def template_object(record: TemplateRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "object": "template",
-        "name": record.name,
-        "type": record.type,
-        "apple_style": record.apple_style,
-        "design": record.design,
-        "archived": record.archived,
-        "require_download_link": record.require_download_link,
-        "created_at": iso(record.created_at),
-        "updated_at": iso(record.updated_at),
-    }
-
-
-def pass_urls(site_url: str, short_id: str) -> tuple[str, str]:
-    page = f"{site_url}/p/{short_id}"
-    return page, f"{page}/pass.pkpass"
-
-
-def pass_object(record: PassRecord, site_url: str) -> dict[str, Any]:
-    url, download_url = pass_urls(site_url, record.short_id)
-    return {
-        "id": record.id,
-        "object": "pass",
-        "short_id": record.short_id,
-        "template_id": record.template_id,
-        "serial_number": record.serial_number,
-        "mode": record.mode,
-        "holder_email": record.holder_email,
-        "holder_name": record.holder_name,
-        "field_values": record.field_values,
-        "voided": record.voided,
-        "voided_at": None if record.voided_at is None else iso(record.voided_at),
-        "metadata": record.metadata,
-        "created_via_api": record.created_via_api,
-        "url": url,
-        "download_url": download_url,
-        "created_at": iso(record.created_at),
-    }
-
-
-def event_object(record: PassEventRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "object": "pass_event",
-        "pass_id": record.pass_id,
-        "type": record.type,
-        "metadata": record.metadata,
-        "created_at": iso(record.created_at),
-    }
-
-
-def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {"object": "list", "data": data, "has_more": has_more}
-
-
-def download_link_object(record: DownloadLinkRecord, url: str) -> dict[str, Any]:
-    return {
-        "object": "pass.download_link",
-        "pass_id": record.pass_id,
-        "url": url,
-        "expires_in": record.expires_in,
-        "expires_at": iso(record.expires_at),
-        "created_at": iso(record.created_at),
-    }
-
-
-def webhook_object(record: WebhookRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "object": "webhook",
-        "url": record.url,
-        "events": record.events,
-        "description": record.description,
-        "enabled": record.enabled,
-        "created_at": iso(record.created_at),
-    }
-
-
-def _iso_or_none(moment: datetime | None) -> str | None:
-    return None if moment is None else iso(moment)
-
-
-def delivery_object(record: DeliveryRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "object": "webhook_delivery",
-        "webhook_id": record.webhook_id,
-        "event_type": record.event_type,
-        "status": record.status,
-        "attempts": record.attempts,
-        "last_attempt_at": _iso_or_none(record.last_attempt_at),
-        "next_attempt_at": _iso_or_none(record.next_attempt_at),
-        "response_status": record.response_status,
-        "response_body": record.response_body,
-        "created_at": iso(record.created_at),
-    }
+    mode: Mode

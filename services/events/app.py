@@ -1,5 +1,5 @@
-"""The events service: records lifecycle events and serves the wallets' callbacks (Apple's
-pass web service at /v1, Google's signed callbacks)."""
+"""The events service: records lifecycle events, serves the wallets' callbacks (Apple's pass
+web service at /v1, Google's signed callbacks) and pushes live updates to Apple devices."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -7,8 +7,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from services.events import handlers
+from services.events.apns import create_apns_client
 from services.events.config import EventsSettings
 from services.events.google_callbacks import google_callbacks_router
+from services.events.push import LiveUpdates
 from services.events.repository import EventsRepository
 from services.events.wallet_endpoints import apple_wallet, apple_wallet_router
 from shared.connections import open_connections, running
@@ -23,13 +25,18 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     repo = EventsRepository(conn.db)
     handlers.register(conn.broker, repo)
     wallet = apple_wallet(conn, settings)
-    handlers.register_wallet_commands(conn.broker, wallet.service)
+    apns = create_apns_client(settings)
+    live_updates = LiveUpdates(wallet.registrations, wallet.service, apns, conn.broker)
+    handlers.register_live_updates(conn.broker, live_updates, settings.live_update_workers)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
-        async with running(conn):
-            yield
+        try:
+            async with running(conn):
+                yield
+        finally:
+            await apns.aclose()
 
     app = FastAPI(title="Tessera events", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))

@@ -1,16 +1,17 @@
-"""Events service settings (prefix TESSERA_EVENTS_)."""
+"""Events service settings (prefix TESSERA_EVENTS_); the Apple identity's, which APNs
+authenticates, come from the shared base."""
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from services.events.registrations import DEFAULT_MAX_DEVICES_PER_PASS
-from services.issuer.google.identity import DEV_ISSUER_ID
-from shared.settings import ServiceSettings
+from shared.google_ids import DEV_ISSUER_ID
+from shared.settings import AppleIdentitySettings
 
 
-class EventsSettings(ServiceSettings):
+class EventsSettings(AppleIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_EVENTS_", extra="ignore")
 
     port: int = 8001
@@ -33,3 +34,30 @@ class EventsSettings(ServiceSettings):
             "TESSERA_EVENTS_GOOGLE_ISSUER_ID", "TESSERA_ISSUER_GOOGLE_ISSUER_ID"
         ),
     )
+    # APNs, for live updates of installed passes (docs/wallet-callbacks.md). By default the pass
+    # type certificate is the TLS client certificate; a .p8 key with its key id and team id
+    # switches to token auth.
+    apns_url: str = "https://api.push.apple.com"
+    apns_key_path: Path | None = None
+    apns_key_id: str | None = None
+    apns_team_id: str | None = None
+    # Trust this CA (PEM) for the APNs server instead of the system's: for a local test APNs.
+    apns_ca_path: Path | None = None
+    apns_timeout_seconds: float = Field(10.0, gt=0)
+    # Live updates one events process pushes at once (each pass's devices in parallel).
+    live_update_workers: int = Field(16, ge=1)
+
+    @model_validator(mode="after")
+    def _apns_token_complete(self) -> "EventsSettings":
+        token_auth = [self.apns_key_path, self.apns_key_id, self.apns_team_id]
+        if any(token_auth) and not all(token_auth):
+            raise ValueError(
+                "APNs token auth needs TESSERA_EVENTS_APNS_KEY_PATH, _APNS_KEY_ID and "
+                "_APNS_TEAM_ID together"
+            )
+        return self
+
+    @property
+    def apple_identity_required(self) -> bool:
+        # With token auth APNs needs no certificate, so the private key need not be here.
+        return self.apns_key_path is None

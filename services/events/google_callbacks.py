@@ -16,7 +16,7 @@ from services.events.bodies import bounded_body
 from services.events.config import EventsSettings
 from services.events.google_events import GoogleCallbacks, handle_callback, root_keys_from
 from services.events.repository import GoogleNonces
-from services.issuer.repository import IssuerReads
+from services.issuer.reads import IssuerReads
 from shared.clock import SystemClock
 from shared.connections import Connections
 from shared.errors import ApiError, PayloadTooLarge

@@ -25,10 +25,10 @@ from services.events.google_verify import (
     verify_callback,
 )
 from services.events.repository import GoogleNonces
-from services.issuer.google.objects import pass_id_of
-from services.issuer.repository import IssuerReads
+from services.issuer.reads import IssuerReads
 from shared.clock import Clock
 from shared.errors import ApiError, AuthenticationError, InvalidRequest, NotFound
+from shared.google_ids import pass_id_of
 from shared.ids import new_id
 from shared.messages import PassEventMessage, PassEventType
 from shared.pass_events import pass_event, publish_event

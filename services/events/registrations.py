@@ -1,6 +1,6 @@
 """Apple Wallet's pass web service, the logic behind wallet_endpoints.py: registrations, the
 serial numbers updated since a tag, the latest version of a pass, and the removal of the
-registrations whose push token APNs declared dead (a `drop_push_token` command from the issuer).
+registrations whose push token APNs refused for good (when push.py pushes a pass).
 
 Apple's reference authenticates the calls about one pass with the pass's authenticationToken
 (`Authorization: ApplePass <token>`) and the serial listing with the device library identifier.
@@ -19,22 +19,18 @@ crash between the write and the publish loses the event (docs/wallet-callbacks.m
 """
 
 import hmac
-import io
-import json
 import logging
 import re
-import zipfile
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from services.events.events_out import EventPublisher
 from services.events.repository import Registrations, device_hash, registration_id
 from services.events.update_tags import encode_tag, not_modified, updated_since
-from services.issuer.repository import IssuerReads, last_modified_after
+from services.issuer.reads import IssuerReads
 from shared.clock import Clock
 from shared.json_input import UntrustedJsonError, loads_untrusted
-from shared.messages import DropPushToken
 from shared.models import PassRecord
 
 log = logging.getLogger(__name__)
@@ -43,6 +39,9 @@ log = logging.getLogger(__name__)
 # Used with fullmatch: `$` alone would let a trailing newline through.
 _PUSH_TOKEN = re.compile(r"[0-9A-Za-z]{8,512}")
 DEFAULT_MAX_DEVICES_PER_PASS = 20
+# Why a registration went without the device asking: APNs said its token is dead (410), or that
+# it never was one for this pass type (400 BadDeviceToken, DeviceTokenNotForTopic).
+DropReason = Literal["push_token_inactive", "push_token_invalid"]
 # Compared against when the serial is unknown, so that case costs what a wrong token costs.
 _NO_TOKEN = "-" * 32
 
@@ -173,12 +172,11 @@ class AppleWebService:
         stored = None if record is None else await self._issuer.pass_file(record.id)
         if record is None or stored is None:
             return LatestPass(401)
-        stamp = stored.get("last_modified") or last_modified_after(stored["created_at"], None)
+        stamp = stored.last_modified
         if not_modified(if_modified_since, stamp):
             return LatestPass(304, last_modified=stamp)
-        version = int(stored["version"])
-        delivered = record if version > 1 else None
-        return LatestPass(200, bytes(stored["data"]), stamp, delivered, version)
+        delivered = record if stored.version > 1 else None
+        return LatestPass(200, stored.data, stamp, delivered, stored.version)
 
     async def record_delivery(self, record: PassRecord, version: int) -> None:
         """An updated pass reached a device (the GET has no device identifier to name)."""
@@ -193,28 +191,26 @@ class AppleWebService:
         except Exception:
             log.exception("could not publish the delivery of %s", record.id)
 
-    async def drop_push_token(self, command: DropPushToken) -> dict[str, Any]:
-        dropped = await self._registrations.drop_push_token(
-            command.pass_type_identifier, command.push_token, command.inactive_since
-        )
+    async def drop_push_token(
+        self, pass_type: str, push_token: str, inactive_since: datetime | None, reason: DropReason
+    ) -> int:
+        """Remove the registrations (of every pass) that use a push token APNs refused for good,
+        except any renewed after `inactive_since`, recording `removed` for each; how many."""
+        dropped = await self._registrations.drop_push_token(pass_type, push_token, inactive_since)
         for document in dropped:
             record = await self._issuer.pass_by_id(document["pass_id"])
             if record is None:
                 continue
-            metadata = _metadata(document["device"]) | {"reason": "push_token_inactive"}
+            metadata = _metadata(document["device"]) | {"reason": reason}
             try:
                 await self._publisher.publish(record, "removed", metadata)
             except Exception:
                 log.exception("could not publish removed for %s", record.id)
-        return {"dropped": len(dropped)}
+        return len(dropped)
 
     async def _pass_type(self, record: PassRecord) -> str | None:
         meta = await self._issuer.pass_file_meta(record.id)
-        if meta is not None and meta.get("pass_type_identifier"):
-            return str(meta["pass_type_identifier"])
-        # A file stored before the pass type was kept beside it: read its pass.json.
-        stored = await self._issuer.pass_file(record.id)
-        return None if stored is None else _pass_type_in(bytes(stored["data"]))
+        return None if meta is None else meta.pass_type_identifier
 
 
 def _metadata(device: str) -> dict[str, Any]:
@@ -238,12 +234,3 @@ def _push_token(body: bytes) -> str | None:
         log.info("refused a registration body: no valid pushToken")
         return None
     return token
-
-
-def _pass_type_in(pkpass: bytes) -> str | None:
-    try:
-        with zipfile.ZipFile(io.BytesIO(pkpass)) as archive:
-            value = json.loads(archive.read("pass.json")).get("passTypeIdentifier")
-    except (KeyError, ValueError, zipfile.BadZipFile):
-        return None
-    return value if isinstance(value, str) else None

@@ -1,7 +1,6 @@
 """Every MongoDB call of the events service: `pass_events`, the Google callback nonces, and
-the Apple Wallet web service's `registrations`, `device_logs` and `wallet_rate_windows`, with
-the read classes other services use on them (`EventReads`, `RegistrationReads`,
-`DeviceLogReads`)."""
+the Apple Wallet web service's `registrations`, `device_logs` and `wallet_rate_windows`. What
+other services may read of them is in reads.py."""
 
 import contextlib
 import hashlib
@@ -16,7 +15,6 @@ from pymongo.errors import DuplicateKeyError
 from shared.ids import new_id
 from shared.models import PassEventRecord
 from shared.mongo import Database, Document
-from shared.pagination import Page, PageRequest, fetch_page
 
 
 class EventsRepository:
@@ -35,21 +33,6 @@ class EventsRepository:
         except DuplicateKeyError:
             return False
         return True
-
-
-class EventReads:
-    """Read-only queries the api runs against `pass_events`."""
-
-    def __init__(self, db: Database):
-        self._events = db["pass_events"]
-
-    async def page(
-        self, account_id: str, mode: str, page: PageRequest, pass_id: str | None = None
-    ) -> Page:
-        query = {"account_id": account_id, "mode": mode}
-        if pass_id is not None:
-            query["pass_id"] = pass_id
-        return await fetch_page(self._events, query, page)
 
 
 # --- Google Wallet callback nonces ---------------------------------------------------------------
@@ -145,6 +128,7 @@ class Registrations:
     async def ensure_indexes(self) -> None:
         await self._registrations.create_index([("device", ASCENDING), ("pass_type", ASCENDING)])
         await self._registrations.create_index("pass_id")
+        # Partial as first created: an index's options cannot change in place.
         await self._registrations.create_index(
             [("pass_id", ASCENDING), ("slot", ASCENDING)],
             unique=True,
@@ -159,10 +143,9 @@ class Registrations:
         push token of its existing registration; "full" (nothing written) when no slot is free.
 
         Exact under concurrency: the unique index on (pass_id, slot) lets one of two devices
-        that chose the same slot in, and the other looks again. Registrations without a slot
-        (made before slots existed) and slots at or past the cap (left by a higher cap) only
-        ever decrease, and shrink the range of slots handed out, so a pass never has more than
-        `max_per_pass` registrations, whatever races.
+        that chose the same slot in, and the other looks again. Slots at or past the cap (left
+        by a higher cap) only ever decrease, and shrink the range of slots handed out, so a pass
+        never has more than `max_per_pass` registrations, whatever races.
         """
         fresh = {"push_token": document["push_token"], "updated_at": document["updated_at"]}
         # Every lost race means another registration got in, so this ends by max_per_pass + 1.
@@ -184,8 +167,8 @@ class Registrations:
 
     async def _free_slot(self, pass_id: str, max_per_pass: int) -> int | None:
         cursor = self._registrations.find({"pass_id": pass_id}, {"slot": 1})
-        slots: list[int | None] = [doc.get("slot") async for doc in cursor]
-        outside = sum(slot is None or slot >= max_per_pass for slot in slots)
+        slots: list[int] = [doc["slot"] async for doc in cursor]
+        outside = sum(slot >= max_per_pass for slot in slots)
         taken = set(slots)
         return next((n for n in range(max_per_pass - outside) if n not in taken), None)
 
@@ -206,6 +189,11 @@ class Registrations:
         # the removal the device asked for stands (its retry is answered 200, without an event).
         with contextlib.suppress(DuplicateKeyError):
             await self._registrations.insert_one(document)
+
+    async def push_tokens(self, pass_id: str) -> list[str]:
+        """The distinct push tokens of a pass's registrations: the devices a live update pushes."""
+        cursor = self._registrations.find({"pass_id": pass_id}, {"push_token": 1})
+        return sorted({doc["push_token"] async for doc in cursor})
 
     async def of_device(self, device: str, pass_type: str) -> list[Document]:
         cursor = self._registrations.find({"device": device, "pass_type": pass_type})
@@ -288,24 +276,3 @@ def _count_below(limit: int, expires_at: datetime) -> list[Document]:
             }
         }
     ]
-
-
-class RegistrationReads:
-    """Read-only queries the issuer runs on `registrations` to push a pass's devices."""
-
-    def __init__(self, db: Database):
-        self._registrations = db["registrations"]
-
-    async def push_tokens(self, pass_id: str) -> list[str]:
-        cursor = self._registrations.find({"pass_id": pass_id}, {"push_token": 1})
-        return sorted({doc["push_token"] async for doc in cursor})
-
-
-class DeviceLogReads:
-    """Read-only queries the api's operator endpoint runs on `device_logs`."""
-
-    def __init__(self, db: Database):
-        self._logs = db["device_logs"]
-
-    async def page(self, page: PageRequest) -> Page:
-        return await fetch_page(self._logs, {}, page)

@@ -23,7 +23,7 @@ from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
 from services.events.repository import DeviceLogs, Registrations, WalletRateWindows
 from services.events.update_tags import http_date
-from services.issuer.repository import IssuerReads
+from services.issuer.reads import IssuerReads
 from shared.clock import Clock, SystemClock
 from shared.connections import Connections
 

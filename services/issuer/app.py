@@ -1,21 +1,17 @@
-"""The issuer service: NATS command handlers, the outbox relay, live-update pushes, and a health
-endpoint."""
+"""The issuer service: NATS command handlers, the outbox relay, and a health endpoint."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from services.events.repository import RegistrationReads
 from services.issuer import handlers
-from services.issuer.apns import create_apns_client
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.identity import load_identities
 from services.issuer.outbox import OutboxRelay
-from services.issuer.push import LiveUpdates
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
@@ -48,15 +44,6 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         placeholder_logo_url=f"{settings.site_url}/assets/logo.png",
         callback_url=f"{settings.wallet_url}/google/callbacks",
     )
-    apns = create_apns_client(settings, identities.apple)
-    live_updates = LiveUpdates(
-        repo,
-        RegistrationReads(conn.db),
-        apns,
-        conn.broker,
-        relay.notify,
-        settings.request_timeout_seconds,
-    )
     artifacts = WalletArtifacts(
         identities, google, site_url=settings.site_url, wallet_url=settings.wallet_url
     )
@@ -65,7 +52,6 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         artifacts,
         clock,
         relay.notify,
-        live_updates.schedule,
         # Give up before the api stops waiting, so the caller hears why.
         conflict_budget_seconds=settings.request_timeout_seconds * 0.8,
         message_limit=lambda: max_payload(conn.broker),
@@ -80,8 +66,6 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
             try:
                 yield
             finally:
-                await live_updates.stop()
-                await apns.aclose()
                 await relay.stop()
                 if google_client is not None:
                     await google_client.aclose()

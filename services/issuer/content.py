@@ -1,8 +1,7 @@
 """What one pass's .pkpass is made from: the template design plus the pass's own values.
 
-Per-pass dates come from the pass's metadata: `metadata.expiration_date` and
-`metadata.relevant_date`, ISO 8601 strings with a time zone, replace the design's
-`expiration_date` / `relevant_date` for that pass (see docs/templates.md).
+Dates in a pass's metadata override the design's (docs/templates.md), so one template serves
+passes for different days.
 """
 
 import datetime

@@ -1,9 +1,9 @@
 """NATS subscribers of the issuer: thin wrappers that parse a command and reply."""
 
 import logging
-from typing import Any
 
 from faststream.nats import NatsBroker, NatsMessage
+from pydantic import BaseModel
 
 from services.issuer.service import IssuerService
 from shared.logs import account_id_var, request_id_var
@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 
 def register(broker: NatsBroker, service: IssuerService, max_workers: int) -> None:
-    async def handle(body: bytes) -> dict[str, Any]:
+    async def handle(body: bytes) -> BaseModel:
         command = issuer_command_adapter.validate_json(body)
         request_id_var.set(command.request_id)
         account_id_var.set(command.account_id)

@@ -1,4 +1,5 @@
-"""The signing identities of the issuer: Apple's and Google's, configured or generated.
+"""The signing identities of the issuer: Apple's (shared/apple_identity.py, which the events
+service loads too, for APNs) and Google's, configured or generated.
 
 Without configured credentials the issuer generates development identities under
 `{data_dir}/signing/` on first start. Which identity signs which mode:
@@ -12,12 +13,7 @@ from dataclasses import dataclass
 
 from services.issuer.config import IssuerSettings
 from services.issuer.google.identity import GoogleIdentity, configured_google_identity
-from services.issuer.signing import (
-    SigningIdentity,
-    ensure_dev_identity,
-    load_identity,
-    load_identity_pkcs12,
-)
+from shared.apple_identity import SigningIdentity, load_apple_identity
 
 
 @dataclass(frozen=True)
@@ -35,34 +31,9 @@ class Identities:
         return missing + (["Google Wallet"] if self.google.is_development else [])
 
 
-def apple_identity(settings: IssuerSettings) -> SigningIdentity:
-    ids = {
-        "pass_type_identifier": settings.pass_type_identifier,
-        "team_identifier": settings.team_identifier,
-    }
-    if not settings.apple_configured:
-        return ensure_dev_identity(settings.data_dir / "signing", **ids)
-    assert settings.apple_wwdr_certificate_path is not None  # enforced by IssuerSettings
-    wwdr = settings.apple_wwdr_certificate_path.read_bytes()
-    password = settings.apple_private_key_password
-    secret = password.encode() if password else None
-    if settings.apple_pkcs12_path is not None:
-        p12 = settings.apple_pkcs12_path.read_bytes()
-        return load_identity_pkcs12(p12=p12, password=secret, wwdr_pem=wwdr, **ids)
-    assert settings.apple_certificate_path
-    assert settings.apple_private_key_path
-    return load_identity(
-        certificate_pem=settings.apple_certificate_path.read_bytes(),
-        private_key_pem=settings.apple_private_key_path.read_bytes(),
-        key_password=secret,
-        wwdr_pem=wwdr,
-        **ids,
-    )
-
-
 def load_identities(settings: IssuerSettings) -> Identities:
     return Identities(
-        apple=apple_identity(settings),
+        apple=load_apple_identity(settings),
         apple_is_development=not settings.apple_configured,
         google=configured_google_identity(
             service_account_path=settings.google_service_account_path,

@@ -7,16 +7,13 @@ cleaning existed may still hold raw images, and named as Wallet looks them up: `
 `<name>@2x.png`, `<name>@3x.png`.
 """
 
-import functools
 import re
-import struct
-import zlib
 
+from shared.default_icon import default_icon_png
 from shared.design import Design
-from shared.design_images import PNG_SIGNATURE, STYLE_IMAGES, check_png, clean_stored_png
+from shared.design_images import STYLE_IMAGES, check_png, clean_stored_png
 
 DEFAULT_ICON_POINTS = 29  # Apple's classic icon size; the default icon is 29, 58 and 87 px.
-_DEFAULT_ICON_RGB = (0x4A, 0x5A, 0x6A)
 _SCALED_NAME = re.compile(r"^(?P<image>[a-z]+)(?:@(?P<scale>[23])x)?$")
 
 
@@ -56,21 +53,3 @@ def image_files(design: Design, apple_style: str) -> dict[str, bytes]:
 
 def file_name(image: str, scale: int) -> str:
     return f"{image}.png" if scale == 1 else f"{image}@{scale}x.png"
-
-
-@functools.cache
-def default_icon_png(size: int) -> bytes:
-    """A solid-colour square PNG of `size` pixels, used when the design has no icon."""
-    row = b"\x00" + bytes(_DEFAULT_ICON_RGB) * size  # filter byte 0 (None) + RGB pixels
-    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)  # 8-bit truecolour
-    return (
-        PNG_SIGNATURE
-        + _png_chunk(b"IHDR", header)
-        + _png_chunk(b"IDAT", zlib.compress(row * size, 9))
-        + _png_chunk(b"IEND", b"")
-    )
-
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)

@@ -1,9 +1,6 @@
-"""`<lang>.lproj/pass.strings` files from the design's `localizations`.
+"""`<lang>.lproj/pass.strings` files from the design's `localizations` (docs/templates.md).
 
-Wallet looks up every localizable pass.json string (field labels and values, description,
-logo text, barcode alt text, ...) as a key in the strings file of the device's language and
-shows the translation when there is one. Apple's tools write strings files in UTF-16; so do
-we, with a byte order mark, one `"key" = "value";` line per string.
+Written in UTF-16 with a byte order mark, as Apple's own tools write them.
 """
 
 from collections.abc import Mapping

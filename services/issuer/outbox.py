@@ -1,4 +1,8 @@
-"""The outbox relay: publishes committed events to JetStream, then removes them from the outbox.
+"""The outbox relay: publishes the committed messages to JetStream, then deletes them.
+
+Most are lifecycle events, for the events stream; an update's or a void's event goes as a
+`LiveUpdate` to the live-updates stream instead, for the events service to push the pass's
+devices and then publish the event with the push counts (docs/wallet-callbacks.md).
 
 It runs at start (so events left by a crash are sent), whenever a command commits, and on a
 timer as a safety net. Publishing uses the event id as Nats-Msg-Id, so a re-send after a crash
@@ -11,10 +15,6 @@ that can never be published is set aside in `outbox_dead_letters` at once; one t
 failing while the rest of its batch goes out waits longer between tries and is set aside after
 `MAX_ISOLATED_FAILURES`. When a whole batch fails (NATS down) nothing is counted against the
 events: the relay just tries again at the next tick (docs/operations.md#outbox-dead-letters).
-
-An event held for live-update pushes (`held_until`) is skipped until the pusher releases it
-with its push counts. If the hold runs out first (the issuer died mid-push), the relay publishes
-it anyway, marked `push_interrupted`, so the event is late but never lost.
 """
 
 import asyncio
@@ -24,11 +24,10 @@ from datetime import timedelta
 
 from faststream.nats import NatsBroker
 from nats.errors import MaxPayloadError
-from pydantic import ValidationError
 
 from services.issuer.repository import IssuerRepository
 from shared.clock import Clock, SystemClock
-from shared.messages import EVENTS_STREAM, pass_event_adapter
+from shared.messages import stream_of
 from shared.metrics import OUTBOX_SET_ASIDE
 from shared.mongo import Document
 
@@ -104,15 +103,13 @@ class OutboxRelay:
         try:
             subject = str(doc["subject"])
             payload = bytes(doc["payload"])
-            if doc.get("held_until") is not None:
-                payload = _interrupted(payload)
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise Unpublishable(f"malformed outbox document ({type(exc).__name__})") from exc
         try:
             await self._broker.publish(
                 payload,
                 subject,
-                stream=EVENTS_STREAM,
+                stream=stream_of(subject),
                 headers={"Nats-Msg-Id": str(doc["_id"])},
                 timeout=5.0,
             )
@@ -159,10 +156,3 @@ class OutboxRelay:
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:500]
-
-
-def _interrupted(payload: bytes) -> bytes:
-    """The held event as published when its pushes never reported back."""
-    event = pass_event_adapter.validate_json(payload)
-    event.metadata = {**event.metadata, "push_interrupted": True}
-    return event.model_dump_json().encode()

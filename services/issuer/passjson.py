@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from services.issuer.content import PassContent, parse_aware_datetime
-from services.issuer.signing import SigningIdentity
+from shared.apple_identity import SigningIdentity
 from shared.design import Barcode, DesignField
 
 _SLOT_KEYS = (

@@ -1,10 +1,8 @@
-"""Render and sign Apple Wallet `.pkpass` bundles.
+"""Render and sign Apple Wallet `.pkpass` bundles (the format: docs/templates.md).
 
-A .pkpass is a zip of pass.json, images, `<lang>.lproj/pass.strings` files, manifest.json
-(SHA-1 of every other file) and `signature`, a detached DER PKCS#7 signature of manifest.json
-made with the pass type certificate and carrying Apple's WWDR intermediate. pass.json is
-rendered by `passjson`; images and strings files are the template version's shared `assets`
-(built once per design, with their digests); the zip is made by `bundle`.
+Only pass.json, the manifest and the signature are a pass's own; images and strings files are
+its template version's `assets`, built and hashed once per design, which is what keeps a build
+cheap and lets the store hold them once.
 """
 
 import hashlib
@@ -24,9 +22,10 @@ from services.issuer.content import (
     PassContent,
     metadata_dates,
 )
-from services.issuer.images import decode_png, default_icon_png
+from services.issuer.images import decode_png
 from services.issuer.passjson import expand_barcode_message, render_pass_json
-from services.issuer.signing import SigningIdentity
+from shared.apple_identity import SigningIdentity
+from shared.default_icon import default_icon_png
 from shared.design_images import PNG_SIGNATURE
 
 __all__ = [
@@ -99,7 +98,10 @@ def build_pkpass(content: PassContent, identity: SigningIdentity) -> bytes:
 def manifest_for(files: dict[str, bytes]) -> bytes:
     """Return manifest.json: a JSON object mapping each file path to its SHA-1 hex digest."""
     # SHA-1 is what Apple's manifest format specifies; the signature itself uses SHA-256.
-    digests = {name: hashlib.sha1(data).hexdigest() for name, data in files.items()}  # noqa: S324
+    digests = {
+        name: hashlib.sha1(data).hexdigest()  # noqa: S324  # Apple's format (above)
+        for name, data in files.items()
+    }
     return _manifest_json(digests)
 
 

@@ -1,9 +1,7 @@
 """Every MongoDB call of the issuer: templates, passes, pass files, the outbox, processed commands.
 
 Writes of one command happen in one transaction through `UnitOfWork`, so the record, its
-outbox events and the command's stored result are committed together or not at all. An outbox
-event may be held (`held_until`) while the issuer pushes the update to devices; the relay
-skips it until it is released or the hold runs out (services/issuer/push.py).
+outbox events and the command's stored result are committed together or not at all.
 """
 
 import contextlib
@@ -19,16 +17,12 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import DuplicateKeyError
 
-from services.issuer.bundle import pkpass_zip
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 from shared.mongo import Database, Document, MongoClient
-from shared.pagination import Page, PageRequest, fetch_page
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 EXPIRED_LINK_KEPT = timedelta(days=30)
-READ_ASSETS_CACHE_BYTES = 32 * 1024 * 1024
-_FILE_META = {"version": 1, "pass_type_identifier": 1, "last_modified": 1, "created_at": 1}
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +37,7 @@ class PassFile:
 
     Only the files that are the pass's own are stored here; the images and strings files it
     shares with its template version are in `template_assets` under `assets_id`, and
-    `IssuerReads.pass_file` zips both together (services/issuer/bundle.py). Documents stored
-    before hold the whole zip in `data` instead.
+    `IssuerReads.pass_file` zips both together (services/issuer/bundle.py).
 
     `last_modified` is a whole second, strictly later than the previous version's: it is the
     Last-Modified the Apple web service sends, and HTTP dates have no finer resolution, so two
@@ -155,14 +148,8 @@ class IssuerRepository:
         return None if doc is None else doc.get("last_modified")
 
     async def outbox_batch(self, now: datetime, limit: int = 100) -> list[Document]:
-        """The next events to publish: not held (or the hold has run out) and not waiting to
-        be retried after a failed publish."""
-        ready = {
-            "$and": [
-                {"$or": [{"held_until": None}, {"held_until": {"$lte": now}}]},
-                {"$or": [{"retry_at": None}, {"retry_at": {"$lte": now}}]},
-            ]
-        }
+        """The next events to publish: those not waiting to be retried after a failed publish."""
+        ready = {"$or": [{"retry_at": None}, {"retry_at": {"$lte": now}}]}
         return [doc async for doc in self.outbox.find(ready).sort("_id", ASCENDING).limit(limit)]
 
     async def outbox_retry_later(
@@ -187,14 +174,8 @@ class IssuerRepository:
     async def dead_letter_count(self) -> int:
         return await self.dead_letters.count_documents({})
 
-    async def release_outbox(self, event_id: str, payload: bytes) -> None:
-        """Let the relay publish a held event, with its final payload."""
-        await self.outbox.update_one(
-            {"_id": event_id}, {"$set": {"payload": payload, "held_until": None}}
-        )
-
     async def outbox_size(self) -> int:
-        """Events committed but not yet published (held ones included)."""
+        """Events committed but not yet published."""
         return await self.outbox.count_documents({})
 
     async def outbox_done(self, event_ids: list[str]) -> None:
@@ -240,118 +221,12 @@ class UnitOfWork:
     async def insert_download_link(self, record: DownloadLinkRecord) -> None:
         await self._repo.download_links.insert_one(record.to_document(), session=self._session)
 
-    async def add_outbox(
-        self,
-        event_id: str,
-        subject: str,
-        payload: bytes,
-        at: datetime,
-        held_until: datetime | None = None,
-    ) -> None:
+    async def add_outbox(self, event_id: str, subject: str, payload: bytes, at: datetime) -> None:
         document = {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
-        await self._repo.outbox.insert_one(
-            document | {"held_until": held_until}, session=self._session
-        )
+        await self._repo.outbox.insert_one(document, session=self._session)
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
         await self._repo.processed.insert_one(
             {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL},
             session=self._session,
         )
-
-
-class IssuerReads:
-    """Read-only queries the api runs on the issuer's collections (docs/architecture.md)."""
-
-    def __init__(self, db: Database):
-        self._templates = db["templates"]
-        self._passes = db["passes"]
-        self._pass_files = db["pass_files"]
-        self._template_assets = db["template_assets"]
-        self._download_links = db["download_links"]
-        # Asset sets never change under their id (a digest of the files): cached freely.
-        self._assets: BoundedCache[str, tuple[tuple[str, bytes], ...]] = BoundedCache(
-            READ_ASSETS_CACHE_BYTES, lambda files: sum(len(data) for _, data in files)
-        )
-
-    async def template(self, account_id: str, mode: str, template_id: str) -> TemplateRecord | None:
-        doc = await self._templates.find_one(
-            {"_id": template_id, "account_id": account_id, "mode": mode}
-        )
-        return None if doc is None else TemplateRecord.model_validate(doc)
-
-    async def templates_page(self, account_id: str, mode: str, page: PageRequest) -> Page:
-        query = {"account_id": account_id, "mode": mode, "archived": False}
-        return await fetch_page(self._templates, query, page)
-
-    async def pass_(self, account_id: str, mode: str, pass_id: str) -> PassRecord | None:
-        doc = await self._passes.find_one({"_id": pass_id, "account_id": account_id, "mode": mode})
-        return None if doc is None else PassRecord.model_validate(doc)
-
-    async def passes_page(
-        self,
-        account_id: str,
-        mode: str,
-        page: PageRequest,
-        *,
-        template_id: str | None = None,
-        holder_email: str | None = None,
-    ) -> Page:
-        query: dict[str, Any] = {"account_id": account_id, "mode": mode}
-        if template_id is not None:
-            query["template_id"] = template_id
-        if holder_email is not None:
-            query["holder_email"] = holder_email
-        return await fetch_page(self._passes, query, page)
-
-    async def pass_by_short_id(self, short_id: str) -> PassRecord | None:
-        doc = await self._passes.find_one({"short_id": short_id})
-        return None if doc is None else PassRecord.model_validate(doc)
-
-    async def template_by_id(self, template_id: str) -> TemplateRecord | None:
-        doc = await self._templates.find_one({"_id": template_id})
-        return None if doc is None else TemplateRecord.model_validate(doc)
-
-    async def download_link(self, token_hash: str) -> DownloadLinkRecord | None:
-        doc = await self._download_links.find_one({"token_hash": token_hash})
-        return None if doc is None else DownloadLinkRecord.model_validate(doc)
-
-    async def pass_by_id(self, pass_id: str) -> PassRecord | None:
-        doc = await self._passes.find_one({"_id": pass_id})
-        return None if doc is None else PassRecord.model_validate(doc)
-
-    async def pass_file(self, pass_id: str) -> Document | None:
-        """The stored file: `data` (the .pkpass bytes), `version`, `created_at`,
-        `last_modified`, `pass_type_identifier`; the zip is put together from its parts."""
-        doc = await self._pass_files.find_one({"_id": pass_id})
-        if doc is None or "data" in doc:
-            return doc  # stored before template assets: the whole zip
-        assets = await self._asset_files(str(doc["assets_id"]))
-        if assets is None:
-            log.error("pass file %s refers to missing assets %s", pass_id, doc["assets_id"])
-            return None
-        parts = (bytes(doc["pass_json"]), assets, bytes(doc["manifest"]), bytes(doc["signature"]))
-        return {**doc, "data": pkpass_zip(*parts)}
-
-    async def _asset_files(self, assets_id: str) -> tuple[tuple[str, bytes], ...] | None:
-        files = self._assets.get(assets_id)
-        if files is None:
-            doc = await self._template_assets.find_one({"_id": assets_id})
-            if doc is None:
-                return None
-            files = tuple((str(file["name"]), bytes(file["data"])) for file in doc["files"])
-            self._assets.put(assets_id, files)
-        return files
-
-    async def pass_by_serial(self, serial_number: str) -> PassRecord | None:
-        doc = await self._passes.find_one({"serial_number": serial_number})
-        return None if doc is None else PassRecord.model_validate(doc)
-
-    async def pass_file_meta(self, pass_id: str) -> Document | None:
-        """The stored file's version, pass type and Last-Modified, without its bytes."""
-        return await self._pass_files.find_one({"_id": pass_id}, _FILE_META)
-
-    async def pass_versions(self, pass_ids: list[str]) -> dict[str, tuple[str, int]]:
-        """pass id -> (serial number, version) for the passes that exist."""
-        cursor = self._passes.find({"_id": {"$in": pass_ids}}, {"serial_number": 1, "version": 1})
-        return {doc["_id"]: (doc["serial_number"], int(doc["version"])) async for doc in cursor}

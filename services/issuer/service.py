@@ -2,9 +2,9 @@
 
 A command is prepared from reads (validation, rendering and signing happen here), then its writes,
 its outbox events and its stored result commit in one transaction. The outbox relay publishes
-the events afterwards, so a crash between the write and the publish loses nothing. After an
-update or a void commits, the devices that installed the pass are pushed (push.py); the
-command's event is held in the outbox until then, so it can carry the push counts.
+the events afterwards, so a crash between the write and the publish loses nothing. An update's
+or a void's event goes out as a `LiveUpdate`: the events service, which owns the registrations,
+pushes the pass's devices and then publishes the event with the push counts.
 """
 
 import asyncio
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from services.issuer.artifacts import WalletArtifacts
-from services.issuer.push import PUSH_HOLD
 from services.issuer.repository import (
     ConcurrentUpdate,
     IssuerRepository,
@@ -46,16 +46,18 @@ from shared.errors import (
 )
 from shared.ids import new_id, short_slug
 from shared.messages import (
-    CommandOk,
+    LIVE_UPDATE_EVENT_TYPES,
     CreateDownloadLink,
     CreatePass,
     CreateTemplate,
     IssuerCommand,
+    LiveUpdate,
     PassEventMessage,
     PassEventType,
     UpdatePass,
     UpdateTemplate,
     VoidPass,
+    ok_reply,
 )
 from shared.metrics import PASSES_ISSUED
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
@@ -72,11 +74,10 @@ MAX_CONFLICT_BACKOFF_SECONDS = 0.25
 
 @dataclass
 class Outcome:
-    result: dict[str, Any]
+    result: BaseModel
     apply: Apply
-    events: list[PassEventMessage] = field(default_factory=list)
-    # The event held in the outbox until the pass's devices are pushed (update and void).
-    held: PassEventMessage | None = None
+    # What the outbox publishes: events, and live updates (an update's or a void's event).
+    events: list[PassEventMessage | LiveUpdate] = field(default_factory=list)
 
 
 class IssuerService:
@@ -86,7 +87,6 @@ class IssuerService:
         artifacts: WalletArtifacts,
         clock: Clock,
         on_commit: Callable[[], None],
-        push: Callable[[PassEventMessage], None],
         conflict_budget_seconds: float = 4.0,
         message_limit: Callable[[], int | None] = lambda: None,
     ):
@@ -97,9 +97,8 @@ class IssuerService:
         self._identities = artifacts.identities
         self._clock = clock
         self._on_commit = on_commit
-        self._push = push
 
-    async def handle(self, command: IssuerCommand) -> dict[str, Any]:
+    async def handle(self, command: IssuerCommand) -> BaseModel:
         """Run a command, retrying write conflicts until the conflict budget is spent.
 
         A conflict that outlasts the budget is usually a transaction abandoned by a crashed
@@ -128,35 +127,33 @@ class IssuerService:
                 log.info("command %s conflicted; retrying", command.command_id)
                 # Jittered backoff spreads contending writers of one pass apart.
                 backoff = min(MAX_CONFLICT_BACKOFF_SECONDS, 0.005 * attempt)
-                await asyncio.sleep(random.uniform(0, backoff))  # noqa: S311
+                await asyncio.sleep(random.uniform(0, backoff))  # noqa: S311  # jitter, not a secret
 
-    async def _handle_once(self, command: IssuerCommand) -> dict[str, Any]:
+    async def _handle_once(self, command: IssuerCommand) -> BaseModel:
         stored = await self._repo.processed_result(command.command_id)
         if stored is not None:
-            return stored
+            return command.parse_result(stored)
         outcome = await self._prepare(command)
         self._check_sendable(outcome)
         try:
             async with self._repo.unit_of_work() as uow:
                 await outcome.apply(uow)
                 now = self._clock.now()
-                for event in outcome.events:
-                    payload = event.model_dump_json().encode()
-                    hold = now + PUSH_HOLD if event is outcome.held else None
-                    await uow.add_outbox(event.id, event.subject, payload, now, hold)
-                await uow.record_command(command.command_id, outcome.result, now)
+                for message in outcome.events:
+                    payload = message.model_dump_json().encode()
+                    await uow.add_outbox(message.id, message.subject, payload, now)
+                result = outcome.result.model_dump(mode="json")
+                await uow.record_command(command.command_id, result, now)
         except DuplicateKeyError:
             # A concurrent replay of the same command committed first: answer with its result.
             stored = await self._repo.processed_result(command.command_id)
             if stored is None:
                 raise
-            return stored
+            return command.parse_result(stored)
         if isinstance(command, CreatePass):
             PASSES_ISSUED.labels(command.mode).inc()
         if outcome.events:
             self._on_commit()
-        if outcome.held is not None:
-            self._push(outcome.held)
         return outcome.result
 
     def _check_sendable(self, outcome: Outcome) -> None:
@@ -166,7 +163,7 @@ class IssuerService:
         if limit is None:
             return
         room = limit - COMMAND_HEADROOM_BYTES
-        sizes = [len(CommandOk(result=outcome.result).model_dump_json())]
+        sizes = [len(ok_reply(outcome.result))]
         sizes += [len(event.model_dump_json()) for event in outcome.events]
         if max(sizes) > room:
             raise PayloadTooLarge(
@@ -213,7 +210,7 @@ class IssuerService:
         async def apply(uow: UnitOfWork) -> None:
             await uow.insert_template(record)
 
-        return Outcome(result=record.model_dump(mode="json"), apply=apply)
+        return Outcome(result=record, apply=apply)
 
     async def _template_or_404(
         self, cmd: Any, template_id: str, param: str | None
@@ -238,7 +235,7 @@ class IssuerService:
         async def apply(uow: UnitOfWork) -> None:
             await uow.replace_template(updated)
 
-        return Outcome(result=updated.model_dump(mode="json"), apply=apply)
+        return Outcome(result=updated, apply=apply)
 
     async def _create_pass(self, cmd: CreatePass) -> Outcome:
         template = await self._template_or_404(cmd, cmd.template_id, "template_id")
@@ -333,7 +330,7 @@ class IssuerService:
             async def nothing(uow: UnitOfWork) -> None:
                 return None
 
-            return Outcome(result=record.model_dump(mode="json"), apply=nothing)
+            return Outcome(result=record, apply=nothing)
         template = await self._template_or_404(cmd, record.template_id, None)
         now = self._clock.now()
         updated = record.model_copy(
@@ -370,7 +367,7 @@ class IssuerService:
         async def apply(uow: UnitOfWork) -> None:
             await uow.insert_download_link(link)
 
-        return Outcome(result=link.model_dump(mode="json"), apply=apply)
+        return Outcome(result=link, apply=apply)
 
     async def _store_pass(
         self,
@@ -410,8 +407,9 @@ class IssuerService:
                 await uow.replace_pass(record, expected_version=record.version - 1)
             await uow.store_pass_file(record.id, pkpass, record.updated_at)
 
-        held = event if event_type in ("updated", "voided") else None
-        return Outcome(record.model_dump(mode="json"), apply, events=[event], held=held)
+        # The events service publishes it once the pass's devices are pushed.
+        live = event_type in LIVE_UPDATE_EVENT_TYPES
+        return Outcome(record, apply, events=[LiveUpdate(event=event) if live else event])
 
     async def _last_modified(self, record: PassRecord, *, insert: bool) -> datetime:
         # Read in the prepare phase: a command retried after a conflict reads it afresh.

@@ -27,8 +27,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
     clock = clock or SystemClock()
     conn = open_connections(settings)
     repo = WebhookRepository(conn.db)
-    assert settings.secret_key is not None  # WebhooksSettings refuses to start without it
-    box = SecretBox(settings.secret_key)
+    box = SecretBox(settings.secret_key.get_secret_value())
     resolve = resolver(settings.resolver_hosts_file)
     service = WebhookService(
         repo,
@@ -48,7 +47,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         max_per_account=settings.max_concurrent_per_account,
         poll_seconds=settings.scheduler_poll_seconds,
     )
-    handlers.register(conn.broker, repo, clock, settings.retry_delays, scheduler.offer)
+    handlers.register(conn.broker, repo, clock, settings.retry_schedule_seconds, scheduler.offer)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -59,7 +58,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
             max_connections=settings.max_concurrent_deliveries,
             resolver=resolve,
         )
-        deliverer = Deliverer(repo, box, sender, clock, settings.retry_delays)
+        deliverer = Deliverer(repo, box, sender, clock, settings.retry_schedule_seconds)
         async with running(conn):
             scheduler.start(deliverer.attempt)
             try:

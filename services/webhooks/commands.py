@@ -1,8 +1,7 @@
 """NATS subscriber for webhook subscription commands (request/reply, always answers)."""
 
-from typing import Any
-
 from faststream.nats import NatsBroker, NatsMessage
+from pydantic import BaseModel
 
 from services.webhooks.service import WebhookService
 from shared.logs import account_id_var, request_id_var
@@ -11,7 +10,7 @@ from shared.nats import reply_to_command
 
 
 def register(broker: NatsBroker, service: WebhookService) -> None:
-    async def handle(body: bytes) -> dict[str, Any]:
+    async def handle(body: bytes) -> BaseModel:
         command = webhooks_command_adapter.validate_json(body)
         request_id_var.set(command.request_id)
         account_id_var.set(command.account_id)

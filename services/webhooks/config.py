@@ -3,13 +3,16 @@ TESSERA_WEBHOOK_TIMEOUT_SECONDS, TESSERA_WEBHOOK_RETRY_SCHEDULE and
 TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS)."""
 
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
-from pydantic_settings import SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from shared.settings import ServiceSettings, refuse_placeholder
 
-DEFAULT_SCHEDULE = "0,30,300,1800,7200,43200,86400"
+DEFAULT_RETRY_SCHEDULE_SECONDS = (0.0, 30.0, 300.0, 1800.0, 7200.0, 43200.0, 86400.0)
+# A delay before an attempt: finite and not negative.
+Delay = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class WebhooksSettings(ServiceSettings):
@@ -17,13 +20,18 @@ class WebhooksSettings(ServiceSettings):
 
     port: int = 8003
     # Fernet keys (comma-separated; the first encrypts, all decrypt, so keys can be rotated)
-    # for the signing secrets at rest. No default: `tessera up` generates one for development.
-    secret_key: str | None = None
+    # for the signing secrets at rest. Required: `tessera up` generates one for development.
+    # The alias only so that a missing key is reported by its variable's name.
+    secret_key: SecretStr = Field(validation_alias=AliasChoices("TESSERA_WEBHOOKS_SECRET_KEY"))
     timeout_seconds: float = Field(
         10.0, gt=0, validation_alias=AliasChoices("TESSERA_WEBHOOK_TIMEOUT_SECONDS")
     )
-    retry_schedule: str = Field(
-        DEFAULT_SCHEDULE, validation_alias=AliasChoices("TESSERA_WEBHOOK_RETRY_SCHEDULE")
+    # Seconds to wait before each attempt; its length is the number of attempts. NoDecode: the
+    # variable is "0,30,300", not JSON.
+    retry_schedule_seconds: Annotated[list[Delay], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_RETRY_SCHEDULE_SECONDS),
+        min_length=1,
+        validation_alias=AliasChoices("TESSERA_WEBHOOK_RETRY_SCHEDULE"),
     )
     allow_private_networks: bool = Field(
         False, validation_alias=AliasChoices("TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS")
@@ -44,16 +52,15 @@ class WebhooksSettings(ServiceSettings):
     max_concurrent_per_account: int = Field(16, gt=0)
     scheduler_poll_seconds: float = Field(1.0, gt=0)
 
-    @field_validator("retry_schedule")
+    @field_validator("retry_schedule_seconds", mode="before")
     @classmethod
-    def _schedule(cls, value: str) -> str:
+    def _split_schedule(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
         try:
-            delays = [float(part) for part in value.split(",")]
+            return [float(part) for part in value.split(",")]
         except ValueError as exc:
             raise ValueError("must be comma-separated seconds, e.g. 0,30,300") from exc
-        if not delays or any(delay < 0 for delay in delays):
-            raise ValueError("must list at least one delay, none negative")
-        return value
 
     @model_validator(mode="after")
     def _lease(self) -> "WebhooksSettings":
@@ -68,15 +75,4 @@ class WebhooksSettings(ServiceSettings):
     @model_validator(mode="after")
     def _secret_key(self) -> "WebhooksSettings":
         refuse_placeholder(self.secret_key, self.environment, "TESSERA_WEBHOOKS_SECRET_KEY")
-        if self.secret_key is None:
-            raise ValueError(
-                "TESSERA_WEBHOOKS_SECRET_KEY is required (a Fernet key: "
-                "python -c 'from cryptography.fernet import Fernet; "
-                "print(Fernet.generate_key().decode())')"
-            )
         return self
-
-    @property
-    def retry_delays(self) -> list[float]:
-        """Seconds to wait before each attempt; its length is the number of attempts."""
-        return [float(part) for part in self.retry_schedule.split(",")]

@@ -9,10 +9,8 @@ from pymongo.errors import DuplicateKeyError
 
 from shared.models import DeliveryRecord, WebhookRecord
 from shared.mongo import Database
-from shared.pagination import Page, PageRequest, fetch_page
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
-DELIVERIES_LISTED = 100
 # What inserting a webhook came to: stored; beaten by a replay of the same create command; or
 # beaten to its slot by another create of the same account and mode.
 Inserted = Literal["inserted", "duplicate_command", "slot_taken"]
@@ -32,8 +30,8 @@ class WebhookRepository:
         await self.webhooks.create_index("command_id", unique=True, sparse=True)
         # Each webhook holds one of its account and mode's numbered slots, so the cap holds
         # exactly under concurrent creates on any number of replicas, and a delete frees its
-        # slot with the webhook itself (no counter to drift). Partial: webhooks stored before
-        # slots existed hold none (free_slot counts them).
+        # slot with the webhook itself (no counter to drift). Partial as first created: an
+        # index's options cannot change in place.
         await self.webhooks.create_index(
             [*scope, ("slot", ASCENDING)],
             unique=True,
@@ -51,30 +49,21 @@ class WebhookRepository:
 
     async def free_slot(self, account_id: str, mode: str, limit: int) -> int | None:
         """A slot below `limit` that no webhook of the account and mode holds, or None when
-        they have `limit` webhooks. Webhooks stored before slots existed hold none but count,
-        as if they held the top slots. Picked at random among the free ones, so concurrent
-        creates rarely collide."""
-        used: set[int] = set()
-        unslotted = 0
+        they have `limit` webhooks. Picked at random among the free ones, so concurrent creates
+        rarely collide."""
         cursor = self.webhooks.find({"account_id": account_id, "mode": mode}, {"slot": 1})
-        async for doc in cursor:
-            if isinstance(doc.get("slot"), int):
-                used.add(doc["slot"])
-            else:
-                unslotted += 1
-        if len(used) + unslotted >= limit:  # also when the limit was lowered below the count
+        used = {int(doc["slot"]) async for doc in cursor}
+        if len(used) >= limit:  # also when the limit was lowered below the count
             return None
-        free = [slot for slot in range(limit - unslotted) if slot not in used]
+        free = [slot for slot in range(limit) if slot not in used]
         return secrets.choice(free) if free else None
 
-    async def insert(
-        self, record: WebhookRecord, command_id: str | None = None, slot: int | None = None
-    ) -> Inserted:
-        document = record.to_document()
+    async def insert(self, record: WebhookRecord, command_id: str | None, slot: int) -> Inserted:
+        """Store a webhook in `slot` (from `free_slot`): every webhook holds one, so the cap is
+        exact."""
+        document = record.to_document() | {"slot": slot}
         if command_id is not None:
             document["command_id"] = command_id
-        if slot is not None:
-            document["slot"] = slot
         try:
             await self.webhooks.insert_one(document)
         except DuplicateKeyError as exc:
@@ -213,28 +202,3 @@ def _due(now: datetime) -> dict[str, Any]:
         "next_attempt_at": {"$lte": now},
         "lease_until": {"$not": {"$gte": now}},
     }
-
-
-class WebhookReads:
-    """Read-only queries the api runs against the webhooks service's collections."""
-
-    def __init__(self, db: Database):
-        self._webhooks = db["webhooks"]
-        self._deliveries = db["webhook_deliveries"]
-
-    async def get(self, account_id: str, mode: str, webhook_id: str) -> WebhookRecord | None:
-        doc = await self._webhooks.find_one(
-            {"_id": webhook_id, "account_id": account_id, "mode": mode}
-        )
-        return None if doc is None else WebhookRecord.model_validate(doc)
-
-    async def page(self, account_id: str, mode: str, page: PageRequest) -> Page:
-        return await fetch_page(self._webhooks, {"account_id": account_id, "mode": mode}, page)
-
-    async def recent_deliveries(self, webhook_id: str) -> list[DeliveryRecord]:
-        cursor = (
-            self._deliveries.find({"webhook_id": webhook_id})
-            .sort("_id", DESCENDING)
-            .limit(DELIVERIES_LISTED)
-        )
-        return [DeliveryRecord.model_validate(doc) async for doc in cursor]

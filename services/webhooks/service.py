@@ -12,14 +12,24 @@ first webhook and takes no second slot; a delete frees the slot with the webhook
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.secretbox import SecretBox, new_secret
 from services.webhooks.targets import Resolve, UnsafeTarget, check_target, resolve
 from shared.clock import Clock
 from shared.errors import InvalidRequest, not_found
 from shared.ids import new_id
-from shared.messages import CreateWebhook, DeleteWebhook, UpdateWebhook, WebhooksCommand
+from shared.messages import (
+    CreateWebhook,
+    Deleted,
+    DeleteWebhook,
+    UpdateWebhook,
+    WebhookCreated,
+    WebhooksCommand,
+)
 from shared.models import WebhookRecord
+from shared.views import WebhookView
 
 
 class WebhookService:
@@ -40,10 +50,11 @@ class WebhookService:
         self._max_per_account = max_per_account
         self._resolver = resolver
 
-    async def handle(self, command: WebhooksCommand) -> dict[str, Any]:
+    async def handle(self, command: WebhooksCommand) -> BaseModel:
         stored = await self._repo.processed_result(command.command_id)
         if stored is not None:
-            return await self._replayed(stored)
+            return await self._replayed(command, stored)
+        result: BaseModel
         match command:
             case CreateWebhook():
                 result = await self._create(command)
@@ -51,20 +62,21 @@ class WebhookService:
                 result = await self._update(command)
             case DeleteWebhook():
                 result = await self._delete(command)
-        # Only ids are kept for replays; a secret is never stored outside its encrypted form.
-        kept = {key: value for key, value in result.items() if key != "secret"}
+        # A secret is never stored outside its encrypted form, not even for replays.
+        kept = result.model_dump(mode="json", exclude={"secret"})
         if not await self._repo.record_command(command.command_id, kept, self._clock.now()):
             stored = await self._repo.processed_result(command.command_id)
-            return result if stored is None else await self._replayed(stored)
+            return result if stored is None else await self._replayed(command, stored)
         return result
 
-    async def _replayed(self, stored: dict[str, Any]) -> dict[str, Any]:
-        if stored.get("deleted") or "secret_shown" not in stored:
-            return stored
+    async def _replayed(self, command: WebhooksCommand, stored: dict[str, Any]) -> BaseModel:
+        if not isinstance(command, CreateWebhook):
+            return command.parse_result(stored)
+        # The first answer never reached the client: it must still be able to learn the secret.
         record = await self._repo.by_id(stored["id"])
-        if record is None:
-            return stored
-        return {**_public(record), "secret": self._box.open(record.secret_encrypted)}
+        if record is None:  # deleted since
+            raise not_found("webhook", stored["id"])
+        return _created(record, self._box.open(record.secret_encrypted))
 
     async def _checked_url(self, url: str) -> str:
         try:
@@ -73,7 +85,7 @@ class WebhookService:
             raise InvalidRequest(f"Invalid url: {exc}.", param="url", code="url_invalid") from exc
         return url
 
-    async def _create(self, cmd: CreateWebhook) -> dict[str, Any]:
+    async def _create(self, cmd: CreateWebhook) -> WebhookCreated:
         url = await self._checked_url(cmd.url)
         secret = new_secret()
         now = self._clock.now()
@@ -125,7 +137,7 @@ class WebhookService:
             raise not_found("webhook", cmd.webhook_id)
         return record
 
-    async def _update(self, cmd: UpdateWebhook) -> dict[str, Any]:
+    async def _update(self, cmd: UpdateWebhook) -> WebhookView:
         record = await self._existing(cmd)
         changes: dict[str, Any] = cmd.model_dump(include={"events", "enabled"}, exclude_none=True)
         if "description" in cmd.model_fields_set:
@@ -138,17 +150,17 @@ class WebhookService:
         await self._repo.replace(updated)
         return _public(updated)
 
-    async def _delete(self, cmd: DeleteWebhook) -> dict[str, Any]:
+    async def _delete(self, cmd: DeleteWebhook) -> Deleted:
         record = await self._existing(cmd)
         await self._repo.delete(record.id)
-        return {"id": record.id, "deleted": True}
+        return Deleted(id=record.id)
 
 
-def _public(record: WebhookRecord) -> dict[str, Any]:
+def _public(record: WebhookRecord) -> WebhookView:
     """The record as it may cross NATS: everything but the encrypted secret."""
-    return record.model_dump(mode="json", exclude={"secret_encrypted"})
+    return WebhookView.model_validate(record.model_dump(exclude={"secret_encrypted"}))
 
 
-def _created(record: WebhookRecord, secret: str) -> dict[str, Any]:
+def _created(record: WebhookRecord, secret: str) -> WebhookCreated:
     """A create's answer: the only one that carries the secret."""
-    return {**_public(record), "secret": secret, "secret_shown": True}
+    return WebhookCreated.model_validate({**_public(record).model_dump(), "secret": secret})

@@ -22,6 +22,7 @@ from services.api.limits import (
 )
 from services.api.repository import ApiRepository
 from shared.errors import AuthorizationError, BillingError, RateLimited
+from shared.models import Mode
 from tests.support.inproc_api import ManualClock
 
 START = datetime(2026, 1, 31, 23, 59, 58, 500_000, tzinfo=UTC)
@@ -52,8 +53,8 @@ def _plans(**free: Any) -> dict[str, PlanLimits]:
     return {**default_plans(), "free": PlanLimits(**free)}
 
 
-def _principal(plan: str = "free", mode: str = "test") -> Principal:
-    return Principal(account_id="account_1", mode=mode, plan=plan, key_id="api_key_1")  # type: ignore[arg-type]
+def _principal(plan: str = "free", mode: Mode = "test") -> Principal:
+    return Principal(account_id="account_1", mode=mode, plan=plan, key_id="api_key_1")
 
 
 def test_defaults_are_documented_values() -> None:
@@ -156,7 +157,7 @@ def test_the_quota_counts_per_mode_and_month_and_gives_back_failures() -> None:
     plans = _plans(monthly_passes={"test": 2, "live": 0})
     clock = ManualClock(START)
 
-    async def reserve(mode: str = "test") -> RequestLimits:
+    async def reserve(mode: Mode = "test") -> RequestLimits:
         state = RequestLimits()
         request_limits_var.set(state)
         await reserve_pass(repo, plans, clock, _principal(mode=mode))

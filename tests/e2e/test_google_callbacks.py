@@ -20,8 +20,7 @@ import httpx2
 import pytest
 from pymongo import MongoClient
 
-from services.issuer.google.identity import DEV_ISSUER_ID
-from services.issuer.google.objects import object_id
+from shared.google_ids import DEV_ISSUER_ID, object_id
 from tests.support.api import assert_error, create_pass, create_template, wait_for_events
 from tests.support.google_signer import GoogleSigner, now_ms
 from tests.support.stack import Stack, new_stack, serving

@@ -17,7 +17,7 @@ import httpx2
 import pytest
 
 from services.issuer.google.identity import ensure_dev_google_identity
-from services.issuer.signing import ensure_dev_identity
+from shared.apple_identity import ensure_dev_identity
 from tests.issuer.google import walletschema
 from tests.support.api import (
     assert_error,
@@ -55,10 +55,10 @@ def stack(
     google = ensure_dev_google_identity(google_dir, ISSUER_ID)
     fake_google.register(google.client_email, google.public_key_pem())
     running.extra_env = {
-        "TESSERA_ISSUER_PASS_TYPE_IDENTIFIER": "pass.com.example.live",
-        "TESSERA_ISSUER_APPLE_CERTIFICATE_PATH": str(apple / "signer.pem"),
-        "TESSERA_ISSUER_APPLE_PRIVATE_KEY_PATH": str(apple / "signer-key.pem"),
-        "TESSERA_ISSUER_APPLE_WWDR_CERTIFICATE_PATH": str(apple / "wwdr.pem"),
+        "TESSERA_PASS_TYPE_IDENTIFIER": "pass.com.example.live",
+        "TESSERA_APPLE_CERTIFICATE_PATH": str(apple / "signer.pem"),
+        "TESSERA_APPLE_PRIVATE_KEY_PATH": str(apple / "signer-key.pem"),
+        "TESSERA_APPLE_WWDR_CERTIFICATE_PATH": str(apple / "wwdr.pem"),
         "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH": str(
             google_dir / "google-service-account.json"
         ),

@@ -30,7 +30,6 @@ def _poison(stack: Stack) -> str:
                 "subject": "tessera.events.pass.updated",
                 "payload": b"x" * (1024 * 1024 + 1),
                 "created_at": datetime.now(UTC),
-                "held_until": None,
             }
         )
     return event_id

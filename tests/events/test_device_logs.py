@@ -9,7 +9,8 @@ import pytest
 
 from services.events import repository
 from services.events.device_logs import MAX_ENTRIES, MAX_MESSAGE_CHARS, parse_logs
-from services.events.repository import DeviceLogReads, DeviceLogs
+from services.events.reads import DeviceLogReads
+from services.events.repository import DeviceLogs
 from shared.mongo import create_client
 from shared.pagination import PageRequest
 
@@ -60,7 +61,7 @@ async def test_a_day_keeps_at_most_its_allowance(
         assert await logs.add(["e"], today) == 0
         assert await logs.add(["f"], today + timedelta(days=1)) == 1
         page = await DeviceLogReads(db).page(PageRequest(limit=10))
-        assert [doc["message"] for doc in page.documents] == ["f", "c", "b", "a"]
+        assert [log.message for log in page.items] == ["f", "c", "b", "a"]
     finally:
         await client.drop_database(db.name)
         await client.close()

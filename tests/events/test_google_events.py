@@ -12,10 +12,10 @@ from faststream.nats import NatsBroker
 from services.events.google_events import GoogleCallbacks, handle_callback
 from services.events.google_verify import load_root_keys
 from services.events.repository import GoogleNonces
-from services.issuer.google.objects import object_id
-from services.issuer.repository import IssuerReads
+from services.issuer.reads import IssuerReads
 from shared.clock import SystemClock
 from shared.errors import ApiError
+from shared.google_ids import object_id
 from shared.ids import new_id
 from shared.messages import pass_event_adapter
 from shared.mongo import Database, create_client

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from services.events.config import EventsSettings
 from services.events.google_events import root_keys_from
-from services.issuer.google.identity import DEV_ISSUER_ID
+from shared.google_ids import DEV_ISSUER_ID
 from tests.support.google_signer import GoogleSigner
 
 

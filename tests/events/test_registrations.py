@@ -1,14 +1,12 @@
 """The Apple web service's logic on a real MongoDB and NATS: who is authenticated, push tokens
 that follow the device, undoing a registration whose event cannot be published, dropping dead
-tokens, the Last-Modified of files stored before it was kept, bodies no service could store,
-the cap on devices per pass (exact under concurrency) and the rate limits."""
+tokens, bodies no service could store, the cap on devices per pass (exact under concurrency)
+and the rate limits."""
 
 import asyncio
-import io
 import json
 import logging
 import secrets
-import zipfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,10 +17,10 @@ import pytest
 from services.events.events_out import EventPublisher
 from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
-from services.events.repository import RegistrationReads, Registrations, WalletRateWindows
-from services.issuer.repository import IssuerReads
+from services.events.repository import Registrations, WalletRateWindows
+from services.issuer.reads import IssuerReads
 from shared.clock import SystemClock
-from shared.messages import DropPushToken, PassEventMessage, PassEventType
+from shared.messages import PassEventMessage, PassEventType
 from shared.models import PassRecord
 from shared.mongo import Database, create_client
 from shared.nats import create_broker, ensure_events_stream
@@ -126,35 +124,13 @@ async def test_only_the_right_token_for_the_right_pass_type_authenticates(world:
         assert await world.wallet.authenticate(pass_type, serial_number, header) is None
 
 
-async def test_a_file_stored_without_its_pass_type_is_read_from_its_pass_json(
-    world: World,
-) -> None:
-    record = await world.add_pass()
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as bundle:
-        bundle.writestr("pass.json", json.dumps({"passTypeIdentifier": "pass.legacy"}))
-    stamp = datetime(2030, 1, 1, 12, 0, 0, 250_000, tzinfo=UTC)
-    await world.db["pass_files"].replace_one(
-        {"_id": record.id},
-        {"_id": record.id, "version": 2, "data": archive.getvalue(), "created_at": stamp},
-    )
-    header = f"ApplePass {TOKEN}"
-    assert await world.wallet.authenticate(PASS_TYPE, record.serial_number, header) is None
-    latest = await world.wallet.latest_pass("pass.legacy", record.serial_number, header, None)
-    assert latest.status == 200
-    # Without a stored Last-Modified, the file's time rounded up to the second stands in.
-    assert latest.last_modified == stamp.replace(second=1, microsecond=0)
-    assert latest.delivered is not None
-    assert latest.version == 2
-
-
 async def test_a_device_has_one_push_token_per_pass_type(world: World) -> None:
     first, second = await world.add_pass(), await world.add_pass()
     device = secrets.token_hex(16)
     assert await world.register(first, device, "a" * 64) == 201
     assert await world.register(second, device, "a" * 64) == 201
     assert await world.register(first, device, "b" * 64) == 200
-    reads = RegistrationReads(world.db)
+    reads = world.registrations
     assert await reads.push_tokens(first.id) == ["b" * 64]
     assert await reads.push_tokens(second.id) == ["b" * 64]
 
@@ -169,14 +145,14 @@ async def test_a_registration_whose_event_cannot_be_published_is_undone(world: W
     device, body = secrets.token_hex(16), json.dumps({"pushToken": "c" * 64}).encode()
     header = f"ApplePass {TOKEN}"
     assert await failing.register(device, PASS_TYPE, record.serial_number, header, body) == 503
-    assert await RegistrationReads(world.db).push_tokens(record.id) == []
+    assert await world.registrations.push_tokens(record.id) == []
     # The device retries, and now the registration and its event both happen.
     assert await world.register(record, device, "c" * 64) == 201
     assert await world.wallet.unregister(device, PASS_TYPE, record.serial_number, header) == 200
     assert await failing.register(device, PASS_TYPE, record.serial_number, header, body) == 503
     assert await world.register(record, device, "c" * 64) == 201
     assert await failing.unregister(device, PASS_TYPE, record.serial_number, header) == 503
-    assert await RegistrationReads(world.db).push_tokens(record.id) == ["c" * 64]
+    assert await world.registrations.push_tokens(record.id) == ["c" * 64]
 
 
 async def test_a_dead_token_is_dropped_unless_the_device_registered_again_since(
@@ -186,13 +162,13 @@ async def test_a_dead_token_is_dropped_unless_the_device_registered_again_since(
     device = secrets.token_hex(16)
     assert await world.register(record, device, "d" * 64) == 201
     before = datetime.now(UTC) - timedelta(minutes=5)
-    command = DropPushToken(command_id="cmd_x", pass_type_identifier=PASS_TYPE, push_token="d" * 64)
-    stale = command.model_copy(update={"inactive_since": before})
-    assert await world.wallet.drop_push_token(stale) == {"dropped": 0}
-    other_type = command.model_copy(update={"pass_type_identifier": "pass.other"})
-    assert await world.wallet.drop_push_token(other_type) == {"dropped": 0}
-    assert await world.wallet.drop_push_token(command) == {"dropped": 1}
-    assert await RegistrationReads(world.db).push_tokens(record.id) == []
+    drop = world.wallet.drop_push_token
+    assert await drop(PASS_TYPE, "d" * 64, before, "push_token_inactive") == 0
+    assert await drop("pass.other", "d" * 64, None, "push_token_inactive") == 0
+    assert await drop(PASS_TYPE, "d" * 64, None, "push_token_invalid") == 1
+    assert await world.registrations.push_tokens(record.id) == []
+    (removed,) = [event for event in world.publisher.published if event.event_type == "removed"]
+    assert removed.metadata["reason"] == "push_token_invalid"
 
 
 def _nested(depth: int) -> bytes:
@@ -221,7 +197,7 @@ async def test_a_body_no_service_could_store_is_400_with_one_log_line(
     (line,) = caplog.records
     assert line.getMessage().startswith("refused a registration body")
     assert line.exc_info is None
-    assert await RegistrationReads(world.db).push_tokens(record.id) == []
+    assert await world.registrations.push_tokens(record.id) == []
 
 
 async def test_a_push_token_must_match_entirely() -> None:
@@ -242,8 +218,8 @@ async def test_a_pass_takes_at_most_its_cap_of_devices(world: World) -> None:
     assert await world.register(record, devices[0], "f" * 64) == 200
     assert await world.registrations.register(_document(record, devices[CAP]), CAP) == "full"
     assert await world.installed(record) == CAP
-    assert len(await RegistrationReads(world.db).push_tokens(record.id)) == CAP
-    assert "e" * 64 not in await RegistrationReads(world.db).push_tokens(record.id)
+    assert len(await world.registrations.push_tokens(record.id)) == CAP
+    assert "e" * 64 not in await world.registrations.push_tokens(record.id)
     # Another pass has its own devices; a device that leaves frees its place.
     assert await world.register(await world.add_pass(), devices[CAP], "e" * 64) == 201
     header = f"ApplePass {TOKEN}"
@@ -268,22 +244,20 @@ async def test_the_cap_holds_under_concurrent_registrations(world: World) -> Non
     assert await world.installed(record) == CAP
 
 
-async def test_registrations_without_a_slot_or_past_a_lowered_cap_count_against_it(
-    world: World,
-) -> None:
+async def test_registrations_past_a_lowered_cap_count_against_it(world: World) -> None:
     record = await world.add_pass()
-    older = [_document(record, secrets.token_hex(16)) for _ in range(2)]
-    for document in older:  # made before slots existed
+    higher = [  # made while the cap was higher
+        _document(record, secrets.token_hex(16)) | {"slot": CAP + n} for n in range(3)
+    ]
+    for document in higher:
         await world.db["registrations"].insert_one(document)
-    higher = _document(record, secrets.token_hex(16)) | {"slot": CAP + 5}  # cap was higher
-    await world.db["registrations"].insert_one(higher)
     statuses = await asyncio.gather(
         *(world.register(record, secrets.token_hex(16), "b" * 64) for _ in range(10))
     )
     assert statuses.count(201) == CAP - 3
     assert await world.db["registrations"].count_documents({"pass_id": record.id}) == CAP
     # The older ones still renew.
-    assert await world.registrations.register(older[0], CAP) == "renewed"
+    assert await world.registrations.register(higher[0], CAP) == "renewed"
 
 
 def _document(record: PassRecord, device: str) -> dict[str, Any]:

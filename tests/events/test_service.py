@@ -3,7 +3,8 @@
 import secrets
 from datetime import UTC, datetime
 
-from services.events.repository import EventReads, EventsRepository
+from services.events.reads import EventReads
+from services.events.repository import EventsRepository
 from services.events.service import record_event
 from shared.ids import new_id
 from shared.messages import PassEventMessage
@@ -39,7 +40,7 @@ async def test_a_redelivered_event_is_recorded_once(mongo_url: str) -> None:
         assert await record_event(repo, event) is True
         assert await record_event(repo, event) is False
         page = await EventReads(db).page("acct_x", "test", PageRequest(limit=10))
-        assert [doc["_id"] for doc in page.documents] == [event.id]
+        assert [recorded.id for recorded in page.items] == [event.id]
     finally:
         await client.drop_database(db.name)
         await client.close()

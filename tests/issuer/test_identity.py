@@ -1,4 +1,5 @@
-"""Which identities sign: configured ones (PEM or PKCS#12), else development ones."""
+"""Which identities sign: configured ones (PEM or PKCS#12), else development ones. The Apple
+identity's settings are shared with the events service (APNs), under one set of variables."""
 
 from pathlib import Path
 
@@ -6,9 +7,10 @@ import pytest
 from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
 from pydantic import ValidationError
 
+from services.events.config import EventsSettings
 from services.issuer.config import IssuerSettings
 from services.issuer.identity import load_identities
-from services.issuer.signing import ensure_dev_identity
+from shared.apple_identity import ensure_dev_identity, load_apple_identity
 
 
 def _settings(tmp_path: Path, **values: object) -> IssuerSettings:
@@ -68,3 +70,28 @@ def test_incomplete_credentials_are_refused_at_start(
 ) -> None:
     with pytest.raises(ValidationError):
         _settings(tmp_path, **values)
+
+
+def test_both_services_read_one_identity_from_the_shared_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = ensure_dev_identity(tmp_path / "apple", pass_type_identifier="pass.com.example")
+    monkeypatch.setenv("TESSERA_PASS_TYPE_IDENTIFIER", "pass.com.example")
+    monkeypatch.setenv("TESSERA_APPLE_CERTIFICATE_PATH", str(tmp_path / "apple" / "signer.pem"))
+    monkeypatch.setenv("TESSERA_APPLE_PRIVATE_KEY_PATH", str(tmp_path / "apple" / "signer-key.pem"))
+    monkeypatch.setenv("TESSERA_APPLE_WWDR_CERTIFICATE_PATH", str(tmp_path / "apple" / "wwdr.pem"))
+    for settings in (IssuerSettings(), EventsSettings()):
+        assert settings.apple_configured
+        assert load_apple_identity(settings).certificate == made.certificate
+
+
+def test_production_events_need_the_identity_unless_apns_uses_a_token(tmp_path: Path) -> None:
+    production = {
+        "environment": "production",
+        "site_url": "https://passes.example.com",
+        "wallet_url": "https://wallet.example.com",
+    }
+    with pytest.raises(ValidationError, match="Apple signing identity"):
+        EventsSettings.model_validate(production)
+    token = {"apns_key_path": tmp_path / "AuthKey.p8", "apns_key_id": "K", "apns_team_id": "T"}
+    assert not EventsSettings.model_validate(production | token).apple_configured

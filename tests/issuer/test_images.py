@@ -13,7 +13,8 @@ import pytest
 from PIL import Image, PngImagePlugin
 from pydantic import ValidationError
 
-from services.issuer.images import decode_png, default_icon_png, file_name, image_files
+from services.issuer.images import decode_png, file_name, image_files
+from shared.default_icon import default_icon_png
 from shared.design import IMAGE_MAX_POINTS, MAX_IMAGE_BYTES, PNG_SIGNATURE, Design
 from shared.design_images import check_png, clean_stored_png
 from shared.png_clean import KEPT_CHUNKS, MAX_DECODE_PIXELS, clean_png

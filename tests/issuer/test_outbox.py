@@ -1,10 +1,10 @@
-"""The outbox relay publishes what was committed, once, even when asked to send it twice; a
-held event waits for its release, or for its hold to run out (then marked push_interrupted)."""
+"""The outbox relay publishes what was committed, once, even when asked to send it twice, each
+message to its stream: events to the events stream, live updates to their work queue."""
 
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from faststream.nats import NatsBroker
@@ -13,10 +13,16 @@ from nats.js.api import StreamInfo
 from services.issuer.outbox import MAX_ISOLATED_FAILURES, MAX_RETRY_DELAY, OutboxRelay
 from services.issuer.repository import IssuerRepository
 from shared.ids import new_id
-from shared.messages import EVENTS_STREAM, PassEventMessage, pass_event_adapter
+from shared.messages import (
+    EVENTS_STREAM,
+    LIVE_UPDATES_STREAM,
+    LiveUpdate,
+    PassEventMessage,
+    live_update_adapter,
+)
 from shared.models import PassSnapshot
 from shared.mongo import create_client
-from shared.nats import create_broker, ensure_events_stream
+from shared.nats import create_broker, ensure_events_stream, ensure_streams
 
 
 async def _stream(relay_broker_url: str) -> StreamInfo:
@@ -99,66 +105,32 @@ async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
         await client.close()
 
 
-async def _published(nats_url: str, event_id: str) -> PassEventMessage:
-    broker = create_broker(nats_url)
-    await broker.connect()
-    try:
-        js = broker.connection.jetstream()
-        message = await js.get_last_msg(EVENTS_STREAM, "tessera.events.pass.updated")
-        assert message.headers is not None
-        assert message.headers["Nats-Msg-Id"] == event_id
-        assert message.data is not None
-        return pass_event_adapter.validate_json(message.data)
-    finally:
-        await broker.stop()
-
-
-async def test_a_held_event_waits_for_its_release(repo: IssuerRepository, nats_url: str) -> None:
-    clock = MovableClock()
-    broker = create_broker(nats_url)
-    await broker.connect()
-    await ensure_events_stream(broker)
-    relay = OutboxRelay(repo, broker, poll_seconds=60, clock=clock)
-    event = _event()
-    try:
-        async with repo.unit_of_work() as uow:
-            payload = event.model_dump_json().encode()
-            hold = clock.moment + timedelta(minutes=1)
-            await uow.add_outbox(event.id, event.subject, payload, clock.moment, hold)
-        assert await relay.drain() == 0
-        released = event.model_copy(update={"metadata": {"stage": "pushed", "devices_pushed": 2}})
-        await repo.release_outbox(event.id, released.model_dump_json().encode())
-        assert await relay.drain() == 1
-    finally:
-        await broker.stop()
-    assert (await _published(nats_url, event.id)).metadata == {
-        "stage": "pushed",
-        "devices_pushed": 2,
-    }
-
-
-async def test_a_hold_that_runs_out_publishes_the_event_marked_interrupted(
+async def test_a_live_update_goes_to_its_work_queue_not_to_the_events_stream(
     repo: IssuerRepository, nats_url: str
 ) -> None:
-    clock = MovableClock()
+    """An update's event reaches the events stream only through the events service, which
+    pushes the pass's devices first (services/events/push.py)."""
     broker = create_broker(nats_url)
     await broker.connect()
-    await ensure_events_stream(broker)
-    relay = OutboxRelay(repo, broker, poll_seconds=60, clock=clock)
-    event = _event()
+    await ensure_streams(broker)
+    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    update = LiveUpdate(event=_event())
+    events_before = (await _stream(nats_url)).state.messages
+    now = datetime.now(UTC)
     try:
         async with repo.unit_of_work() as uow:
-            payload = event.model_dump_json().encode()
-            hold = clock.moment + timedelta(minutes=1)
-            await uow.add_outbox(event.id, event.subject, payload, clock.moment, hold)
-        clock.moment += timedelta(seconds=59)
-        assert await relay.drain() == 0
-        clock.moment += timedelta(seconds=1)
+            payload = update.model_dump_json().encode()
+            await uow.add_outbox(update.id, update.subject, payload, now)
         assert await relay.drain() == 1
+        js = broker.connection.jetstream()
+        message = await js.get_last_msg(LIVE_UPDATES_STREAM, "tessera.live.pass.updated")
+        assert message.headers is not None
+        assert message.headers["Nats-Msg-Id"] == update.event.id
+        assert message.data is not None
+        assert live_update_adapter.validate_json(message.data) == update
+        assert (await _stream(nats_url)).state.messages == events_before
     finally:
         await broker.stop()
-    published = await _published(nats_url, event.id)
-    assert published.metadata == {"stage": "pushed", "push_interrupted": True}
 
 
 async def test_two_replicas_draining_one_outbox_publish_each_event_once(

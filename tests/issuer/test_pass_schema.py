@@ -15,7 +15,7 @@ import pytest
 
 from services.issuer.content import APPLE_STYLES
 from services.issuer.passjson import render_pass_json
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design
 from tests.issuer.pkpass_samples import RICH_VARIANTS, content, sample
 

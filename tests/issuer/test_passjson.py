@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from services.issuer.passjson import render_field, render_pass_json
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design, DesignField
 from tests.issuer.pkpass_samples import TOKEN, content, sample
 

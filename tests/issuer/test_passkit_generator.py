@@ -17,7 +17,7 @@ import pytest
 from services.issuer.content import APPLE_STYLES
 from services.issuer.localization import escape
 from services.issuer.pkpass import build_pkpass
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from tests.issuer.pkpass_samples import LOCALIZATIONS, RICH_VARIANTS, sample
 from tests.node import harness
 

@@ -21,7 +21,7 @@ from services.issuer.pkpass import (
     sign_manifest,
     sign_pass,
 )
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design
 from tests.issuer.pkpass_samples import (
     RICH_VARIANTS,
@@ -170,7 +170,7 @@ def test_rich_pass_files_in_order(identity: SigningIdentity) -> None:
     ]
     manifest = json.loads(archive.read("manifest.json"))
     strings = archive.read("fr.lproj/pass.strings")
-    assert manifest["fr.lproj/pass.strings"] == hashlib.sha1(strings).hexdigest()  # noqa: S324
+    assert manifest["fr.lproj/pass.strings"] == hashlib.sha1(strings).hexdigest()
     assert strings.startswith(b"\xff\xfe")  # UTF-16 little-endian byte order mark
 
 

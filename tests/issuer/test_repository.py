@@ -9,8 +9,9 @@ import bson
 import pytest
 
 from services.issuer.pkpass import SignedPass, sign_pass
-from services.issuer.repository import IssuerReads, IssuerRepository, PassFile, last_modified_after
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from services.issuer.reads import IssuerReads
+from services.issuer.repository import IssuerRepository, PassFile, last_modified_after
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design
 from shared.mongo import create_client
 from tests.issuer.pkpass_samples import b64, design_for, noisy_png, rich_design
@@ -93,19 +94,13 @@ async def test_passes_of_one_template_store_its_images_once(
     for number, one in enumerate(signed, start=1):
         stored = await reads.pass_file(f"pass_{number}")
         assert stored is not None
-        assert bytes(stored["data"]) == one.zip()
-        assert stored["version"] == 1
-        assert stored["pass_type_identifier"] == "pass.test"
-        assert stored["created_at"] == STAMP
+        assert stored.data == one.zip()
+        assert stored.version == 1
+        assert stored.pass_type_identifier == "pass.test"
         meta = await reads.pass_file_meta(f"pass_{number}")
         assert meta is not None
-        assert set(meta) == {
-            "_id",
-            "version",
-            "pass_type_identifier",
-            "last_modified",
-            "created_at",
-        }
+        assert not hasattr(meta, "data")
+        assert (meta.version, meta.last_modified) == (1, stored.last_modified)
     # The images are stored once; each pass file holds a few KB of its own.
     images_bytes = signed[0].assets.size
     assert images_bytes > 700_000
@@ -126,30 +121,6 @@ async def test_assets_are_stored_once_by_any_repository(
         await repository.store_assets(signed.assets.id, signed.assets.files, STAMP)
 
     assert await repo.template_assets.count_documents({}) == 1
-
-
-async def test_a_pass_file_in_the_old_shape_is_served_as_stored(repo: IssuerRepository) -> None:
-    # Stored before template assets: the whole zip in `data`, no assets_id.
-    document = {
-        "_id": "pass_old",
-        "version": 3,
-        "data": b"PK-the-whole-zip",
-        "pass_type_identifier": "pass.test",
-        "last_modified": STAMP,
-        "created_at": STAMP,
-    }
-    await repo.pass_files.insert_one(document)
-    reads = IssuerReads(repo.db)
-
-    stored = await reads.pass_file("pass_old")
-
-    assert stored is not None
-    assert bytes(stored["data"]) == b"PK-the-whole-zip"
-    assert stored["version"] == 3
-    meta = await reads.pass_file_meta("pass_old")
-    assert meta is not None
-    assert "data" not in meta
-    assert meta["pass_type_identifier"] == "pass.test"
 
 
 async def test_a_pass_file_whose_assets_are_missing_is_not_served(

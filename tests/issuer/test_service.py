@@ -39,7 +39,7 @@ async def test_a_conflict_that_outlasts_the_budget_is_a_retryable_error(mongo_ur
     # Template commands need no wallet artifacts; the service only keeps a reference.
     artifacts = cast(WalletArtifacts, SimpleNamespace(identities=None))
     service = IssuerService(
-        repo, artifacts, SystemClock(), lambda: None, lambda _: None, conflict_budget_seconds=0.5
+        repo, artifacts, SystemClock(), lambda: None, conflict_budget_seconds=0.5
     )
     command_id = str(uuid.uuid4())
     await repo.processed.insert_one({"_id": "warm-up"})
@@ -56,7 +56,7 @@ async def test_a_conflict_that_outlasts_the_budget_is_a_retryable_error(mongo_ur
         assert time.monotonic() - started < 5
         await blocker.abort_transaction()
         result = await service.handle(_create_template(command_id))
-        assert result["name"] == TEMPLATE_BODY["name"]
+        assert result.model_dump()["name"] == TEMPLATE_BODY["name"]
         # A replay answers from the stored result.
         assert await service.handle(_create_template(command_id)) == result
     finally:
@@ -74,7 +74,7 @@ async def test_a_result_nats_could_not_carry_is_refused_before_anything_is_writt
     repo = IssuerRepository(client, db)
     artifacts = cast(WalletArtifacts, SimpleNamespace(identities=None))
     service = IssuerService(
-        repo, artifacts, SystemClock(), lambda: None, lambda _: None, message_limit=lambda: 40_000
+        repo, artifacts, SystemClock(), lambda: None, message_limit=lambda: 40_000
     )
     big = {
         **TEMPLATE_BODY["design"],

@@ -8,11 +8,16 @@ from pydantic import BaseModel
 from pymongo.errors import AutoReconnect, ServerSelectionTimeoutError
 
 from shared.errors import PayloadTooLarge
+from shared.messages import DeleteWebhook
 from shared.nats import create_broker, max_payload, reply_to_command, request_command
 
 
+class _Big(BaseModel):
+    blob: str
+
+
 async def _reply(exc: Exception) -> dict[str, object]:
-    async def handle(body: bytes) -> dict[str, object]:
+    async def handle(body: bytes) -> BaseModel:
         raise exc
 
     error: dict[str, object] = json.loads(await reply_to_command(b"{}", handle))["error"]
@@ -37,8 +42,8 @@ async def test_a_reply_too_large_to_send_is_logged_and_answered_as_an_error(
 ) -> None:
     """FastStream drops a reply over max_payload without a word: the requester saw a timeout."""
 
-    async def handle(body: bytes) -> dict[str, object]:
-        return {"blob": "x" * 2000}
+    async def handle(body: bytes) -> BaseModel:
+        return _Big(blob="x" * 2000)
 
     fits = json.loads(await reply_to_command(b"{}", handle, max_payload_bytes=10_000))
     assert fits["ok"] is True
@@ -47,18 +52,15 @@ async def test_a_reply_too_large_to_send_is_logged_and_answered_as_an_error(
     assert "over NATS's max_payload" in caplog.text
 
 
-class _Big(BaseModel):
-    blob: str
-
-
 async def test_a_command_too_large_for_nats_is_a_413_before_it_is_sent(nats_url: str) -> None:
     broker = create_broker(nats_url)
     await broker.connect()
     try:
         limit = max_payload(broker)
         assert limit is not None
+        command = DeleteWebhook(command_id="c", account_id="a", mode="test", webhook_id="x" * limit)
         with pytest.raises(PayloadTooLarge) as raised:
-            await request_command(broker, "tessera.nobody", _Big(blob="x" * limit), 1.0)
+            await request_command(broker, command, 1.0)
         assert raised.value.code == "body_too_large"
     finally:
         await broker.stop()

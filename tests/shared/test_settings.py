@@ -1,8 +1,9 @@
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from services.api.config import ApiSettings
 from services.events.config import EventsSettings
+from services.webhooks.config import DEFAULT_RETRY_SCHEDULE_SECONDS, WebhooksSettings
 
 
 def test_common_settings_read_the_shared_variables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,7 +29,63 @@ def test_production_refuses_placeholder_secrets_and_plain_http(
     with pytest.raises(ValidationError, match="placeholder"):
         ApiSettings()
     monkeypatch.setenv("TESSERA_ADMIN_TOKEN", "x" * 40)
-    assert ApiSettings().admin_token == "x" * 40
+    token = ApiSettings().admin_token
+    assert token is not None
+    assert token.get_secret_value() == "x" * 40
+    monkeypatch.setenv("TESSERA_ADMIN_TOKEN", "x" * 31)
+    with pytest.raises(ValidationError, match="at least 32"):
+        ApiSettings()
+    monkeypatch.setenv("TESSERA_ADMIN_TOKEN", "x" * 40)
     monkeypatch.setenv("TESSERA_WALLET_URL", "http://wallet.example.com")
     with pytest.raises(ValidationError, match="https"):
         ApiSettings()
+
+
+def test_secrets_never_show_in_reprs_or_dumps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSERA_ADMIN_TOKEN", "a" * 40)
+    monkeypatch.setenv("TESSERA_METRICS_TOKEN", "m" * 40)
+    monkeypatch.setenv("TESSERA_WEBHOOKS_SECRET_KEY", "k" * 44)
+    api, webhooks = ApiSettings(), WebhooksSettings()
+    shown = f"{api!r} {api.model_dump()} {webhooks!r} {webhooks.model_dump_json()}"
+    for secret in ("a" * 40, "m" * 40, "k" * 44):
+        assert secret not in shown
+    assert isinstance(api.admin_token, SecretStr)
+    assert api.admin_token.get_secret_value() == "a" * 40
+    assert webhooks.secret_key.get_secret_value() == "k" * 44
+
+
+def test_the_webhooks_key_is_required_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TESSERA_WEBHOOKS_SECRET_KEY", raising=False)
+    with pytest.raises(ValidationError, match="TESSERA_WEBHOOKS_SECRET_KEY"):
+        WebhooksSettings()
+    monkeypatch.setenv("TESSERA_ENVIRONMENT", "test")
+    monkeypatch.setenv("TESSERA_WEBHOOKS_SECRET_KEY", "changeme")
+    with pytest.raises(ValidationError, match="placeholder"):
+        WebhooksSettings()
+
+
+def test_the_retry_schedule_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSERA_WEBHOOKS_SECRET_KEY", "k" * 44)
+    assert WebhooksSettings().retry_schedule_seconds == list(DEFAULT_RETRY_SCHEDULE_SECONDS)
+    monkeypatch.setenv("TESSERA_WEBHOOK_RETRY_SCHEDULE", "0, 1.5,30")
+    assert WebhooksSettings().retry_schedule_seconds == [0.0, 1.5, 30.0]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "problem"),
+    [
+        ("0,,30", "comma-separated seconds"),
+        ("soon", "comma-separated seconds"),
+        ("0,-1", "greater than or equal to 0"),
+        ("0,inf", "finite number"),
+        ("nan", "finite number"),
+    ],
+)
+def test_a_bad_retry_schedule_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, schedule: str, problem: str
+) -> None:
+    monkeypatch.setenv("TESSERA_WEBHOOKS_SECRET_KEY", "k" * 44)
+    monkeypatch.setenv("TESSERA_WEBHOOK_RETRY_SCHEDULE", schedule)
+    with pytest.raises(ValidationError, match=problem) as refused:
+        WebhooksSettings()
+    assert "TESSERA_WEBHOOK_RETRY_SCHEDULE" in str(refused.value)

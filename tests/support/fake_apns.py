@@ -1,13 +1,13 @@
 """A local APNs for tests: HTTP/2 over TLS on 127.0.0.1, built on h2, in a thread of its own.
 
 Like Apple's server it requires a TLS client certificate, here one that chains to the given
-root (the issuer's development root CA), and it refuses a push whose `apns-topic` is not the
+root (the development identity's root CA), and it refuses a push whose `apns-topic` is not the
 pass type identifier in the certificate's UID. Made with `client_certificate=False` it stands in
 for token authentication instead: no certificate, but an `authorization: bearer` header.
 It records every push, answers 200 with an `apns-id`, and can be told to answer a token
 otherwise (`answer(token, 410, "Unregistered")`). Its own server certificate comes from a
-throwaway CA written to `server_ca_path`, which the issuer is told to trust
-(TESSERA_ISSUER_APNS_CA_PATH).
+throwaway CA written to `server_ca_path`, which the events service is told to trust
+(TESSERA_EVENTS_APNS_CA_PATH).
 """
 
 import asyncio
@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from services.issuer.signing import ensure_dev_identity
+from shared.apple_identity import ensure_dev_identity
 from tests.support.stack import Stack, new_stack
 
 
@@ -229,14 +229,15 @@ def running_fake_apns(
 def stack_with_fake_apns(
     nats_url: str, mongo_url: str, work_dir: Path
 ) -> Iterator[tuple[Stack, FakeApns]]:
-    """The whole stack, its issuer pushing to a fake APNs that trusts the issuer's development
-    identity (made here first, so the fake can trust its root before the issuer starts)."""
+    """The whole stack, its events service pushing to a fake APNs that trusts the stack's
+    development identity (made here first, so the fake can trust its root before the services
+    start)."""
     running = new_stack(nats_url, mongo_url, work_dir)
     ensure_dev_identity(running.signing_dir)
     with running_fake_apns(running.signing_dir / "root-ca.pem", work_dir) as fake:
         running.extra_env = {
-            "TESSERA_ISSUER_APNS_URL": fake.url,
-            "TESSERA_ISSUER_APNS_CA_PATH": str(fake.server_ca_path),
+            "TESSERA_EVENTS_APNS_URL": fake.url,
+            "TESSERA_EVENTS_APNS_CA_PATH": str(fake.server_ca_path),
         }
         try:
             running.start()

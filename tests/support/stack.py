@@ -91,7 +91,7 @@ class Stack:
                 # Modules try many wrong admin tokens from loopback; test_public_edge.py
                 # shows the limit with an address of its own.
                 "TESSERA_API_ADMIN_GUESSES_PER_WINDOW": str(ADMIN_GUESSES),
-                "TESSERA_ISSUER_DATA_DIR": str(self.work_dir),
+                "TESSERA_DATA_DIR": str(self.work_dir),
                 "TESSERA_ISSUER_OUTBOX_POLL_SECONDS": "0.5",
                 "TESSERA_WEBHOOKS_SECRET_KEY": self.webhooks_key,
                 # Test receivers listen on loopback, which production refuses (SSRF guard).

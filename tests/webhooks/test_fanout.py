@@ -31,8 +31,8 @@ async def test_only_enabled_subscribed_webhooks_of_the_scope_get_a_delivery(
         webhook(events=["*"], mode="live"),
         webhook(events=["*"], account_id="acct_other"),
     ]
-    for hook in hooks:
-        await repo.insert(hook)
+    for slot, hook in enumerate(hooks):
+        await repo.insert(hook, None, slot)
     created = event("created")
     made = await fan_out(repo, FixedClock(), DELAYS, created)
     assert {d.webhook_id for d in made} == {issued.id, everything.id}
@@ -48,7 +48,7 @@ async def test_only_enabled_subscribed_webhooks_of_the_scope_get_a_delivery(
 
 
 async def test_a_redelivered_event_creates_nothing_new(repo: WebhookRepository) -> None:
-    await repo.insert(webhook())
+    await repo.insert(webhook(), None, 0)
     created = event("created")
     assert len(await fan_out(repo, FixedClock(), DELAYS, created)) == 1
     assert await fan_out(repo, FixedClock(), DELAYS, created) == []
@@ -56,15 +56,15 @@ async def test_a_redelivered_event_creates_nothing_new(repo: WebhookRepository) 
 
 
 async def test_events_without_a_webhook_type_create_nothing(repo: WebhookRepository) -> None:
-    await repo.insert(webhook())
+    await repo.insert(webhook(), None, 0)
     assert await fan_out(repo, FixedClock(), DELAYS, event("url_viewed")) == []
     assert await repo.deliveries.count_documents({}) == 0
 
 
 async def test_live_events_reach_live_webhooks_only(repo: WebhookRepository) -> None:
     test_hook, live_hook = webhook(), webhook(mode="live")
-    await repo.insert(test_hook)
-    await repo.insert(live_hook)
+    await repo.insert(test_hook, None, 0)
+    await repo.insert(live_hook, None, 0)
     await fan_out(repo, FixedClock(), DELAYS, event("voided", mode="live"))
     [doc] = [doc async for doc in repo.deliveries.find()]
     assert doc["webhook_id"] == live_hook.id

@@ -4,11 +4,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.webhooks.config import DEFAULT_SCHEDULE
+from services.webhooks.config import DEFAULT_RETRY_SCHEDULE_SECONDS
 from services.webhooks.retries import NextState, after_attempt, first_attempt_at
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-DELAYS = [float(part) for part in DEFAULT_SCHEDULE.split(",")]
+DELAYS = list(DEFAULT_RETRY_SCHEDULE_SECONDS)
 
 
 def test_the_default_schedule_is_the_spec_one() -> None:

@@ -8,10 +8,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, RootModel
 
 from services.api import accounts, openapi
 from services.api.deps import AdminDep, ApiContext, ContextDep, IdempotencyKey
-from services.api.idempotency import OPERATOR, execute, fingerprint
+from services.api.endpoints.common import idempotent_response
+from services.api.idempotency import OPERATOR
 from services.api.schemas import AccountCreate, AccountUpdate, ApiKeyCreate
 from shared.clock import iso
 from shared.errors import not_found
@@ -41,13 +43,16 @@ async def _idempotent(
     status: int,
     run: Callable[[], Awaitable[dict[str, Any]]],
 ) -> JSONResponse:
-    async def action(command_id: str) -> tuple[int, Any]:
-        return status, await run()
+    async def produce(command_id: str) -> BaseModel:
+        return _Answer(await run())
 
-    request_fingerprint = fingerprint(request.method, request.url.path, body)
-    return await execute(
-        ctx.idempotency, OPERATOR, key, request_fingerprint, action, redact=_without_keys
+    return await idempotent_response(
+        ctx, OPERATOR, request, key, body, produce, status=status, redact=_without_keys
     )
+
+
+class _Answer(RootModel[dict[str, Any]]):
+    """An operator answer (made here, by the api, which owns accounts and keys)."""
 
 
 def _without_keys(body: Any) -> Any:

@@ -1,10 +1,11 @@
-"""Pieces every v1 endpoint uses: running a command idempotently, list paging, id checks."""
+"""Pieces every endpoint uses: answering idempotently, sending commands, list paging, id checks."""
 
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from services.api.accounts import Principal
 from services.api.deps import ApiContext
@@ -12,45 +13,71 @@ from services.api.idempotency import Scope, execute, fingerprint
 from shared.errors import InvalidRequest, not_found
 from shared.ids import has_prefix
 from shared.logs import request_id_var
-from shared.messages import Command, issuer_subject
+from shared.messages import Command, R
 from shared.pagination import PageRequest
 
-CommandT = TypeVar("CommandT", bound=Command)
+BodyT = TypeVar("BodyT", bound=BaseModel)
 
 
-async def run_command(
+def command_base(principal: Principal, command_id: str) -> dict[str, Any]:
+    """The fields every command carries: who asks, in which mode, under which command id."""
+    return {
+        "command_id": command_id,
+        "account_id": principal.account_id,
+        "mode": principal.mode,
+        # The request id travels with the command so the owner's log lines carry it too.
+        "request_id": request_id_var.get(),
+    }
+
+
+async def idempotent_response(
     ctx: ApiContext,
-    principal: Principal,
-    idempotency_key: str | None,
+    scope: Scope,
     request: Request,
+    key: str | None,
     body: Any,
-    command_type: type[CommandT],
-    fields: dict[str, Any],
-    shape: Callable[[dict[str, Any]], dict[str, Any]],
+    produce: Callable[[str], Awaitable[BaseModel]],
+    *,
+    status: int = 200,
     admit: Callable[[], Awaitable[None]] | None = None,
+    redact: Callable[[Any], Any] | None = None,
 ) -> JSONResponse:
-    """Send a `command_type` command with `fields` to the issuer, under the idempotency rules.
-
-    `body` is what the request fingerprint is computed from (the validated request body).
-    `admit` (the pass quota) runs only before a command's first run, so neither a replay of a
-    stored result nor a retry of a command that timed out costs a second unit."""
+    """Answer what `produce(command_id)` makes, under the Idempotency-Key rules (idempotency.py):
+    the one way every POST and PATCH of the api runs. `body` is what the request fingerprint is
+    computed from (the validated request body). `admit` (the pass quota) runs only before a
+    command's first run, so neither a replay nor a retry after a timeout costs a second unit;
+    `redact` gives the copy of the answer stored for replays when it holds a secret."""
 
     async def action(command_id: str) -> tuple[int, Any]:
-        command = command_type(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            # The request id travels with the command so the owner's log lines carry it too.
-            request_id=request_id_var.get(),
-            **fields,
-        )
-        subject = issuer_subject(command_type.model_fields["type"].default)
-        return 200, shape(await ctx.command(subject, command))
+        return status, (await produce(command_id)).model_dump(mode="json")
 
     request_fingerprint = fingerprint(request.method, request.url.path, body)
-    scope = Scope.of(principal)
     return await execute(
-        ctx.idempotency, scope, idempotency_key, request_fingerprint, action, admit=admit
+        ctx.idempotency, scope, key, request_fingerprint, action, redact=redact, admit=admit
+    )
+
+
+async def send_command(
+    ctx: ApiContext,
+    principal: Principal,
+    request: Request,
+    key: str | None,
+    body: Any,
+    make: Callable[[dict[str, Any]], Command[R]],
+    shape: Callable[[R], BodyT],
+    *,
+    admit: Callable[[], Awaitable[None]] | None = None,
+    redact: Callable[[Any], Any] | None = None,
+) -> JSONResponse:
+    """Send the command `make(command_base(...))` to its owner idempotently and answer its
+    typed result as shaped by `shape`."""
+
+    async def produce(command_id: str) -> BodyT:
+        return shape(await ctx.command(make(command_base(principal, command_id))))
+
+    scope = Scope.of(principal)
+    return await idempotent_response(
+        ctx, scope, request, key, body, produce, admit=admit, redact=redact
     )
 
 

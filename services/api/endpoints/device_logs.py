@@ -5,28 +5,17 @@ service (a bad pass, a refused registration), which are the best clue when an up
 arrive. Newest first, kept seven days (docs/wallet-callbacks.md).
 """
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from services.api.deps import AdminDep, ContextDep
 from services.api.endpoints.common import paging
-from services.api.schemas import list_object
-from shared.clock import iso
-from shared.mongo import Document
+from services.api.objects import DeviceLogObject, ListObject
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[AdminDep])
-
-
-def _log_object(doc: Document) -> dict[str, Any]:
-    return {
-        "id": doc["_id"],
-        "object": "device_log",
-        "message": doc["message"],
-        "received_at": iso(doc["received_at"]),
-    }
 
 
 @router.get("/device_logs", summary="List the logs Apple Wallet devices sent, newest first")
@@ -34,6 +23,5 @@ async def list_device_logs(
     ctx: ContextDep, page: Annotated[PageRequest, paging("device_log", 100, 1000)]
 ) -> JSONResponse:
     result = await ctx.device_logs.page(page)
-    return JSONResponse(
-        list_object([_log_object(doc) for doc in result.documents], result.has_more)
-    )
+    data = [DeviceLogObject.of(log) for log in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))

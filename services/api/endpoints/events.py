@@ -8,8 +8,6 @@ from fastapi.responses import JSONResponse
 from services.api.deps import ContextDep, PrincipalDep
 from services.api.endpoints.common import paging
 from services.api.objects import ListObject, PassEventObject, responses
-from services.api.schemas import event_object, list_object
-from shared.models import PassEventRecord
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
@@ -26,5 +24,5 @@ async def list_events(
     page: Annotated[PageRequest, paging("pass_event", 100, 200)],
 ) -> JSONResponse:
     result = await ctx.events.page(principal.account_id, principal.mode, page)
-    data = [event_object(PassEventRecord.model_validate(doc)) for doc in result.documents]
-    return JSONResponse(list_object(data, result.has_more))
+    data = [PassEventObject.of(record) for record in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))

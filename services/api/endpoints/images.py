@@ -14,7 +14,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from services.api.deps import ContextDep
-from services.issuer.images import default_icon_png
+from shared.default_icon import default_icon_png
 from shared.design import Design
 from shared.design_images import clean_stored_png
 from shared.errors import NotFound

@@ -1,28 +1,20 @@
 """/v1/passes: issue, list, retrieve, update, void; and the events of one pass."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import EmailStr
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id, run_command
+from services.api.endpoints.common import paging, require_id, send_command
 from services.api.objects import ListObject, PassEventObject, PassObject, responses
-from services.api.schemas import PassCreate, PassUpdate, event_object, list_object, pass_object
+from services.api.schemas import PassCreate, PassUpdate
 from shared.errors import not_found
 from shared.messages import CreatePass, UpdatePass, VoidPass
-from shared.models import PassEventRecord, PassRecord
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/passes", tags=["passes"])
-
-
-def _shaper(site_url: str) -> Any:
-    def shape(result: dict[str, Any]) -> dict[str, Any]:
-        return pass_object(PassRecord.model_validate(result), site_url)
-
-    return shape
 
 
 @router.post(
@@ -38,15 +30,15 @@ async def create_pass(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     data = body.model_dump(mode="json")
-    return await run_command(
+    site = ctx.settings.site_url
+    return await send_command(
         ctx,
         principal,
-        idempotency_key,
         request,
+        idempotency_key,
         data,
-        CreatePass,
-        data,
-        _shaper(ctx.settings.site_url),
+        lambda base: CreatePass(**base, **data),
+        lambda record: PassObject.of(record, site),
         admit=lambda: ctx.reserve_pass(principal),
     )
 
@@ -71,8 +63,8 @@ async def list_passes(
         holder_email=holder_email,
     )
     site = ctx.settings.site_url
-    data = [pass_object(PassRecord.model_validate(doc), site) for doc in result.documents]
-    return JSONResponse(list_object(data, result.has_more))
+    data = [PassObject.of(record, site) for record in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
 
 
 @router.get("/{pass_id}", summary="Retrieve a pass", responses=responses(PassObject, 401, 403, 404))
@@ -81,7 +73,7 @@ async def get_pass(ctx: ContextDep, principal: PrincipalDep, pass_id: str) -> JS
     record = await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id)
     if record is None:
         raise not_found("pass", pass_id)
-    return JSONResponse(pass_object(record, ctx.settings.site_url))
+    return JSONResponse(PassObject.of(record, ctx.settings.site_url).model_dump(mode="json"))
 
 
 @router.patch(
@@ -99,15 +91,15 @@ async def update_pass(
 ) -> JSONResponse:
     require_id(pass_id, "pass", "pass")
     data = body.model_dump(mode="json", exclude_unset=True)
-    return await run_command(
+    site = ctx.settings.site_url
+    return await send_command(
         ctx,
         principal,
-        idempotency_key,
         request,
+        idempotency_key,
         data,
-        UpdatePass,
-        {"pass_id": pass_id, **data},
-        _shaper(ctx.settings.site_url),
+        lambda base: UpdatePass(**base, pass_id=pass_id, **data),
+        lambda record: PassObject.of(record, site),
     )
 
 
@@ -120,15 +112,15 @@ async def void_pass(
     ctx: ContextDep, principal: PrincipalDep, request: Request, pass_id: str
 ) -> JSONResponse:
     require_id(pass_id, "pass", "pass")
-    return await run_command(
+    site = ctx.settings.site_url
+    return await send_command(
         ctx,
         principal,
-        None,
         request,
         None,
-        VoidPass,
-        {"pass_id": pass_id},
-        _shaper(ctx.settings.site_url),
+        None,
+        lambda base: VoidPass(**base, pass_id=pass_id),
+        lambda record: PassObject.of(record, site),
     )
 
 
@@ -147,5 +139,5 @@ async def list_pass_events(
     if await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id) is None:
         raise not_found("pass", pass_id)
     result = await ctx.events.page(principal.account_id, principal.mode, page, pass_id=pass_id)
-    data = [event_object(PassEventRecord.model_validate(doc)) for doc in result.documents]
-    return JSONResponse(list_object(data, result.has_more))
+    data = [PassEventObject.of(record) for record in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))

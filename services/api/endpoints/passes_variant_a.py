@@ -14,13 +14,14 @@ from pydantic import BaseModel, Field, StrictStr
 from services.api import variant_a
 from services.api.accounts import authenticate
 from services.api.deps import ContextDep
-from services.api.schemas import StorableBody, pass_urls
+from services.api.endpoints.common import command_base
+from services.api.objects import pass_urls
+from services.api.schemas import StorableBody
 from shared.design import Design
 from shared.errors import InternalError, NotFound
 from shared.ids import has_prefix, new_id
-from shared.logs import account_id_var, request_id_var
-from shared.messages import CreatePass, issuer_subject
-from shared.models import PassRecord
+from shared.logs import account_id_var
+from shared.messages import CreatePass
 
 router = APIRouter(tags=["Variant A"])
 
@@ -84,10 +85,7 @@ async def create_pass(
     mapped = variant_a.map_data(Design.from_stored(template.design), body.data)
     checked = variant_a.checked_as_v1(template_id, mapped)
     command = CreatePass(
-        command_id=new_id("command"),
-        account_id=principal.account_id,
-        mode=principal.mode,
-        request_id=request_id_var.get(),
+        **command_base(principal, new_id("command")),
         template_id=template_id,
         holder_email=checked.holder_email,
         holder_name=checked.holder_name,
@@ -95,7 +93,7 @@ async def create_pass(
         metadata=checked.metadata,
         created_via_api=True,
     )
-    record = PassRecord.model_validate(await ctx.command(issuer_subject(command.type), command))
+    record = await ctx.command(command)
     if record.google_save_url is None:
         raise InternalError("The pass has no Google Wallet link.")
     _, download_url = pass_urls(ctx.settings.site_url, record.short_id)

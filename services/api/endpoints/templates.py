@@ -6,19 +6,14 @@ from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id, run_command
+from services.api.endpoints.common import paging, require_id, send_command
 from services.api.objects import DeletedObject, ListObject, TemplateObject, responses
-from services.api.schemas import TemplateCreate, TemplateUpdate, list_object, template_object
+from services.api.schemas import TemplateCreate, TemplateUpdate
 from shared.errors import not_found
 from shared.messages import CreateTemplate, UpdateTemplate
-from shared.models import TemplateRecord
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/templates", tags=["templates"])
-
-
-def _shape(result: dict) -> dict:  # type: ignore[type-arg]
-    return template_object(TemplateRecord.model_validate(result))
 
 
 @router.post(
@@ -32,21 +27,21 @@ async def create_template(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     data = body.model_dump(mode="json")
-    return await run_command(
+    return await send_command(
         ctx,
         principal,
-        idempotency_key,
         request,
+        idempotency_key,
         data,
-        CreateTemplate,
-        {
-            "name": body.name,
-            "template_type": body.type,
-            "apple_style": body.apple_style,
-            "design": data["design"],
-            "require_download_link": body.require_download_link,
-        },
-        _shape,
+        lambda base: CreateTemplate(
+            **base,
+            name=body.name,
+            template_type=body.type,
+            apple_style=body.apple_style,
+            design=data["design"],
+            require_download_link=body.require_download_link,
+        ),
+        TemplateObject.of,
     )
 
 
@@ -61,8 +56,8 @@ async def list_templates(
     page: Annotated[PageRequest, paging("template", 50, 100)],
 ) -> JSONResponse:
     result = await ctx.issuer.templates_page(principal.account_id, principal.mode, page)
-    data = [template_object(TemplateRecord.model_validate(doc)) for doc in result.documents]
-    return JSONResponse(list_object(data, result.has_more))
+    data = [TemplateObject.of(record) for record in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
 
 
 @router.get(
@@ -75,7 +70,7 @@ async def get_template(ctx: ContextDep, principal: PrincipalDep, template_id: st
     record = await ctx.issuer.template(principal.account_id, principal.mode, template_id)
     if record is None:
         raise not_found("template", template_id)
-    return JSONResponse(template_object(record))
+    return JSONResponse(TemplateObject.of(record).model_dump(mode="json"))
 
 
 @router.patch(
@@ -93,15 +88,14 @@ async def update_template(
 ) -> JSONResponse:
     require_id(template_id, "template", "template")
     data = body.model_dump(mode="json", exclude_unset=True)
-    return await run_command(
+    return await send_command(
         ctx,
         principal,
-        idempotency_key,
         request,
+        idempotency_key,
         data,
-        UpdateTemplate,
-        {"template_id": template_id, **data},
-        _shape,
+        lambda base: UpdateTemplate(**base, template_id=template_id, **data),
+        TemplateObject.of,
     )
 
 
@@ -110,13 +104,12 @@ async def delete_template(
     ctx: ContextDep, principal: PrincipalDep, request: Request, template_id: str
 ) -> JSONResponse:
     require_id(template_id, "template", "template")
-    return await run_command(
+    return await send_command(
         ctx,
         principal,
-        None,
         request,
         None,
-        UpdateTemplate,
-        {"template_id": template_id, "archived": True},
-        lambda result: {"id": result["id"], "deleted": True},
+        None,
+        lambda base: UpdateTemplate(**base, template_id=template_id, archived=True),
+        lambda record: DeletedObject(id=record.id),
     )

@@ -11,8 +11,7 @@ from fastapi.responses import JSONResponse
 
 from services.api.accounts import Principal
 from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id
-from services.api.idempotency import Scope, execute, fingerprint
+from services.api.endpoints.common import paging, require_id, send_command
 from services.api.objects import (
     DeletedObject,
     DeliveryObject,
@@ -21,66 +20,19 @@ from services.api.objects import (
     WebhookWithSecret,
     responses,
 )
-from services.api.schemas import (
-    WebhookCreate,
-    WebhookUpdate,
-    delivery_object,
-    list_object,
-    webhook_object,
-)
+from services.api.schemas import WebhookCreate, WebhookUpdate
 from shared.errors import not_found
-from shared.logs import request_id_var
-from shared.messages import (
-    Command,
-    CreateWebhook,
-    DeleteWebhook,
-    UpdateWebhook,
-    webhooks_subject,
-)
-from shared.models import WebhookRecord
+from shared.messages import CreateWebhook, DeleteWebhook, UpdateWebhook
 from shared.pagination import PageRequest
+from shared.views import WebhookView
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 REDACTED = "[redacted]"
 
 
-async def _send(
-    ctx: ApiContext,
-    principal: Principal,
-    request: Request,
-    key: str | None,
-    body: Any,
-    command_type: type[Command],
-    fields: dict[str, Any],
-) -> JSONResponse:
-    async def action(command_id: str) -> tuple[int, Any]:
-        command = command_type(
-            command_id=command_id,
-            account_id=principal.account_id,
-            mode=principal.mode,
-            request_id=request_id_var.get(),
-            **fields,
-        )
-        subject = webhooks_subject(command_type.model_fields["type"].default)
-        result = await ctx.command(subject, command)
-        if result.get("deleted"):
-            return 200, {"id": result["id"], "deleted": True}
-        shaped = webhook_object(WebhookRecord.model_validate({**result, "secret_encrypted": ""}))
-        if "secret" in result:
-            shaped["secret"] = result["secret"]
-        return 200, shaped
-
-    def redact(shaped: Any) -> Any:
-        return {**shaped, "secret": REDACTED} if "secret" in shaped else shaped
-
-    return await execute(
-        ctx.idempotency,
-        Scope.of(principal),
-        key,
-        fingerprint(request.method, request.url.path, body),
-        action,
-        redact=redact,
-    )
+def _redact(shaped: Any) -> Any:
+    """The copy of a create's answer kept for replays: the secret is shown once."""
+    return {**shaped, "secret": REDACTED} if "secret" in shaped else shaped
 
 
 @router.post(
@@ -94,7 +46,16 @@ async def create_webhook(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     data = body.model_dump(mode="json")
-    return await _send(ctx, principal, request, idempotency_key, data, CreateWebhook, data)
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        data,
+        lambda base: CreateWebhook(**base, **data),
+        WebhookWithSecret.created,
+        redact=_redact,
+    )
 
 
 @router.get("", summary="List webhooks", responses=responses(ListObject[WebhookObject], 400, 401))
@@ -104,11 +65,11 @@ async def list_webhooks(
     page: Annotated[PageRequest, paging("webhook", 100, 100)],
 ) -> JSONResponse:
     result = await ctx.webhooks.page(principal.account_id, principal.mode, page)
-    data = [webhook_object(WebhookRecord.model_validate(doc)) for doc in result.documents]
-    return JSONResponse(list_object(data, result.has_more))
+    data = [WebhookObject.of(view) for view in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
 
 
-async def _webhook(ctx: ApiContext, principal: Principal, webhook_id: str) -> WebhookRecord:
+async def _webhook(ctx: ApiContext, principal: Principal, webhook_id: str) -> WebhookView:
     require_id(webhook_id, "webhook", "webhook")
     record = await ctx.webhooks.get(principal.account_id, principal.mode, webhook_id)
     if record is None:
@@ -120,7 +81,8 @@ async def _webhook(ctx: ApiContext, principal: Principal, webhook_id: str) -> We
     "/{webhook_id}", summary="Retrieve a webhook", responses=responses(WebhookObject, 401, 404)
 )
 async def get_webhook(ctx: ContextDep, principal: PrincipalDep, webhook_id: str) -> JSONResponse:
-    return JSONResponse(webhook_object(await _webhook(ctx, principal, webhook_id)))
+    view = await _webhook(ctx, principal, webhook_id)
+    return JSONResponse(WebhookObject.of(view).model_dump(mode="json"))
 
 
 @router.patch(
@@ -138,8 +100,15 @@ async def update_webhook(
 ) -> JSONResponse:
     require_id(webhook_id, "webhook", "webhook")
     data = body.model_dump(mode="json", exclude_unset=True)
-    fields = {"webhook_id": webhook_id, **data}
-    return await _send(ctx, principal, request, idempotency_key, data, UpdateWebhook, fields)
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        data,
+        lambda base: UpdateWebhook(**base, webhook_id=webhook_id, **data),
+        WebhookObject.of,
+    )
 
 
 @router.delete(
@@ -151,8 +120,15 @@ async def delete_webhook(
     ctx: ContextDep, principal: PrincipalDep, request: Request, webhook_id: str
 ) -> JSONResponse:
     require_id(webhook_id, "webhook", "webhook")
-    fields = {"webhook_id": webhook_id}
-    return await _send(ctx, principal, request, None, None, DeleteWebhook, fields)
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        None,
+        None,
+        lambda base: DeleteWebhook(**base, webhook_id=webhook_id),
+        lambda deleted: DeletedObject(id=deleted.id),
+    )
 
 
 @router.get(
@@ -165,4 +141,5 @@ async def list_deliveries(
 ) -> JSONResponse:
     record = await _webhook(ctx, principal, webhook_id)
     deliveries = await ctx.webhooks.recent_deliveries(record.id)
-    return JSONResponse(list_object([delivery_object(d) for d in deliveries], False))
+    data = [DeliveryObject.of(delivery) for delivery in deliveries]
+    return JSONResponse(ListObject(data=data, has_more=False).model_dump(mode="json"))

@@ -56,8 +56,9 @@ async def pkpass_response(
     if stored is None:
         return not_found_response(ctx)
     headers = download_headers("no-cache") | {
-        "ETag": f'"{record.id}.{stored["version"]}"',
-        "Last-Modified": format_datetime(stored["created_at"].astimezone(UTC), usegmt=True),
+        "ETag": f'"{record.id}.{stored.version}"',
+        # The same Last-Modified as the wallet web service's download of this version.
+        "Last-Modified": format_datetime(stored.last_modified.astimezone(UTC), usegmt=True),
     }
     if _not_modified(request, headers["ETag"], headers["Last-Modified"]):
         return Response(status_code=304, headers=headers)
@@ -65,7 +66,7 @@ async def pkpass_response(
     # permanent address of the pass.
     headers["Content-Disposition"] = f'attachment; filename="{_filename(template)}"'
     return Response(
-        content=bytes(stored["data"]),
+        content=stored.data,
         media_type=PKPASS_TYPE,
         headers=headers,
         background=_event(ctx, request, record, "downloaded", {"wallet": "apple"}),

@@ -1,9 +1,8 @@
-"""A small async client of the Google Wallet REST API (walletobjects v1).
+"""A small async client of the Google Wallet REST API (walletobjects v1), OAuth2 included.
 
-It authenticates as the service account with the OAuth2 JWT-bearer grant (RFC 7523): a JWT
-signed with the account's key is exchanged at the identity's `token_uri` for an access token,
-which is cached until shortly before it expires. Classes and objects are upserted (GET, then
-insert on 404 or patch otherwise). Create it in a lifespan and close it there with `aclose()`.
+Hand-written rather than google-api-python-client: that library is synchronous and pulls in a
+large dependency tree for the few calls made here. Create it in a lifespan and close it there
+with `aclose()`; docs/google-wallet.md describes the token flow and the errors.
 """
 
 import asyncio
@@ -21,7 +20,6 @@ from services.issuer.google.objects import VERTICALS
 
 DEFAULT_API_BASE_URL: Final = "https://walletobjects.googleapis.com/walletobjects/v1"
 WALLET_SCOPE: Final = "https://www.googleapis.com/auth/wallet_object.issuer"
-OBJECT_STATES: Final = ("ACTIVE", "INACTIVE", "COMPLETED", "EXPIRED")
 _JWT_BEARER: Final = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _ASSERTION_LIFETIME_SECONDS: Final = 3600
 # Renew this long before expiry, so a token never lapses between the check and Google's.
@@ -94,18 +92,6 @@ class WalletRestClient:
         """Patch an existing object (WalletApiError 404 when Google has none)."""
         path = f"/{_collection(vertical, 'Object')}/{quote(resource['id'], safe='')}"
         return await self._required("PATCH", path, resource)
-
-    async def get_object(self, vertical: str, object_id: str) -> dict[str, Any] | None:
-        """The stored object, or None when Google has none with this id."""
-        path = f"/{_collection(vertical, 'Object')}/{quote(object_id, safe='')}"
-        return await self._call("GET", path, missing_ok=True)
-
-    async def set_object_state(self, vertical: str, object_id: str, state: str) -> dict[str, Any]:
-        """Patch only the object's state (voiding a pass sets INACTIVE)."""
-        if state not in OBJECT_STATES:
-            raise ValueError(f"state must be one of {OBJECT_STATES}, got {state!r}")
-        path = f"/{_collection(vertical, 'Object')}/{quote(object_id, safe='')}"
-        return await self._required("PATCH", path, {"state": state})
 
     async def _upsert(self, collection: str, resource: dict[str, Any]) -> dict[str, Any]:
         path = f"/{collection}/{quote(resource['id'], safe='')}"

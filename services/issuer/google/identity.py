@@ -1,10 +1,7 @@
-"""Google service-account identities for Google Wallet.
+"""Google service-account identities: the production key file, or a generated development key.
 
-Production reads the JSON key file Google Cloud issues for a service account (`type`,
-`project_id`, `private_key_id`, `private_key`, `client_email`, `token_uri`, ...); the Wallet
-issuer id comes from settings. For development, `ensure_dev_google_identity` generates a key of
-the same shape on first use. Google does not know that key, so its save links and API calls are
-refused by Google; they verify locally and against tests/support/fake_google.py.
+The development key has the production shape, so everything downstream runs the same code;
+Google does not know it (docs/google-wallet.md#development-identity).
 """
 
 import fcntl
@@ -20,11 +17,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from shared.files import write_atomic
+from shared.google_ids import DEV_ISSUER_ID
 
 SERVICE_ACCOUNT_FILE = "google-service-account.json"
 PUBLIC_KEY_FILE = "google-public-key.pem"
 GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"  # noqa: S105 - a URL, not a secret
-DEV_ISSUER_ID = "3388000000000000000"
 DEV_PROJECT_ID = "tessera-dev"
 DEV_CLIENT_EMAIL = f"tessera-dev@{DEV_PROJECT_ID}.iam.gserviceaccount.com"
 _LOCK_FILE = ".google.lock"

@@ -9,7 +9,7 @@ from typing import Any, Final, Literal
 
 from services.issuer.google.identity import GoogleIdentity
 from shared.design import Design
-from shared.ids import has_prefix
+from shared.google_ids import class_id, object_id
 
 Vertical = Literal["eventTicket", "loyalty", "offer", "generic"]
 VERTICALS: Final[tuple[Vertical, ...]] = ("eventTicket", "loyalty", "offer", "generic")
@@ -31,7 +31,6 @@ _BARCODE_TYPES: Final = {
     "aztec": "AZTEC",
     "code128": "CODE_128",
 }
-_ID_SUFFIX = re.compile(r"^[A-Za-z0-9._-]+$")
 # The same placeholders, with the same meaning, as the Apple barcode message (pkpass.py).
 _BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 
@@ -42,25 +41,6 @@ def vertical_for(template_type: str) -> Vertical:
         return _VERTICAL_BY_TYPE[template_type]
     except KeyError:
         raise ValueError(f"no Google Wallet vertical for template type {template_type!r}") from None
-
-
-def class_id(issuer_id: str, template_id: str) -> str:
-    """`<issuer id>.<template id>`: one class per template, stable for its lifetime."""
-    return f"{issuer_id}.{_suffix(template_id)}"
-
-
-def object_id(issuer_id: str, pass_id: str) -> str:
-    """`<issuer id>.<pass id>`: one object per pass, stable for its lifetime."""
-    return f"{issuer_id}.{_suffix(pass_id)}"
-
-
-def pass_id_of(issuer_id: str, resource_id: str) -> str | None:
-    """The pass id of an object id made by `object_id`; None when it is not one of ours."""
-    prefix = f"{issuer_id}."
-    if not resource_id.startswith(prefix):
-        return None
-    pass_id = resource_id[len(prefix) :]
-    return pass_id if has_prefix(pass_id, "pass") else None
 
 
 def expand_barcode_message(
@@ -211,11 +191,3 @@ def _localized(value: str, language: str) -> dict[str, Any]:
 
 def _image(url: str, description: str, language: str) -> dict[str, Any]:
     return {"sourceUri": {"uri": url}, "contentDescription": _localized(description, language)}
-
-
-def _suffix(value: str) -> str:
-    # Wallet ids allow only these characters; Tessera's ids (`tmpl_...`, `pass_...`) conform,
-    # so anything else is a caller's bug rather than something to rewrite silently.
-    if not _ID_SUFFIX.match(value):
-        raise ValueError(f"{value!r} is not usable in a Wallet id (A-Z a-z 0-9 . _ - only)")
-    return value

@@ -11,7 +11,7 @@ from typing import Any
 
 from services.issuer.google.client import WalletApiError, WalletRestClient
 from services.issuer.google.identity import GoogleIdentity
-from services.issuer.google.objects import build_class, build_object, object_id, vertical_for
+from services.issuer.google.objects import build_class, build_object, vertical_for
 from services.issuer.google.savelink import object_reference, save_url
 from shared.design import Design
 from shared.models import PassRecord, TemplateRecord
@@ -80,7 +80,9 @@ async def sync_pass(
     """Push a changed pass (values, holder, voided) to its object; a no-op without a client.
 
     Only an object that exists is patched: one that does not is created, current, by the next
-    `save_link`. Voiding is a change like any other (the object becomes INACTIVE).
+    `save_link`. Voiding is a change like any other (the object becomes INACTIVE). A single-pass
+    command needs none (its new save link upserts the object): this is for template rollouts
+    and bulk updates, which patch the class once and then each object.
     """
     if wallet.client is None:
         return
@@ -88,21 +90,6 @@ async def sync_pass(
     try:
         await wallet.client.patch_object(vertical_for(template.type), resource)
     except WalletApiError as exc:
-        if exc.status != 404:
-            raise
-
-
-async def void_pass(
-    wallet: GoogleWallet, template: TemplateRecord, pass_record: PassRecord
-) -> None:
-    """Set the pass's object INACTIVE; a no-op without a client or when Google has no object."""
-    if wallet.client is None:
-        return
-    resource_id = object_id(wallet.identity.issuer_id, pass_record.id)
-    try:
-        await wallet.client.set_object_state(vertical_for(template.type), resource_id, "INACTIVE")
-    except WalletApiError as exc:
-        # The object exists only once a link was made; a pass voided before has none to void.
         if exc.status != 404:
             raise
 

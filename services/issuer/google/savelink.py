@@ -1,13 +1,8 @@
 """The "Add to Google Wallet" link: https://pay.google.com/gp/v/save/<JWT>.
 
-The JWT is signed RS256 with the service account key (header `kid` = the key's id) and carries
-`iss` (the service account email), `aud` "google", `typ` "savetowallet", `iat`, `origins` and a
-`payload` with `<vertical>Objects` (and optionally `<vertical>Classes`).
-
-A fat JWT carries the whole class and object, so Google creates them when the link is opened; a
-skinny JWT carries only references to resources inserted beforehand through the REST API (see
-`object_reference`), which keeps the link short. Google recommends skinny links: long URLs get
-truncated by browsers and mail clients.
+Fat (class and object inside) when Google cannot have them yet, skinny (references only) when
+the REST API stored them first, since long links get truncated by browsers and mail clients.
+Claims and sizes: docs/google-wallet.md#the-save-link-fat-and-skinny-jwts.
 """
 
 from datetime import UTC, datetime

@@ -82,13 +82,13 @@ async def test_object_lifecycle_for_every_vertical(
         await client.upsert_object(vertical, resource)
         updated = sample_object(identity, template_type, field_values={"seat": "14C"})
         await client.upsert_object(vertical, updated)
-        voided = await client.set_object_state(vertical, resource["id"], "INACTIVE")
-        fetched = await client.get_object(vertical, resource["id"])
+        voided = sample_object(identity, template_type, field_values={"seat": "14C"}, voided=True)
+        patched = await client.patch_object(vertical, voided)
 
     stored = fake_google.objects[resource["id"]]
-    assert stored["state"] == "INACTIVE" == voided["state"]
+    assert stored["state"] == "INACTIVE"
     assert stored["textModulesData"][0] == {"id": "seat", "header": "Seat", "body": "14C"}
-    assert fetched == stored
+    assert patched == stored
     assert [method for method, _ in fake_google.requests].count("POST") == 2  # class + object
 
 
@@ -99,23 +99,23 @@ async def test_one_token_for_many_calls(identity: GoogleIdentity, fake_google: F
             await client.upsert_object(
                 "generic", sample_object(identity, "generic", holder_name=holder)
             )
-        assert await client.get_object("generic", f"{identity.issuer_id}.missing") is None
 
     assert fake_google.token_requests == 1
-    assert len(fake_google.requests) == 9
+    assert len(fake_google.requests) == 8  # GET, then POST or PATCH, per upsert
 
 
 async def test_token_renewed_shortly_before_expiry(
     identity: GoogleIdentity, fake_google: FakeGoogle
 ) -> None:
     clock = _Clock()
+    resource = sample_class(identity, "generic")
     async with _client(identity, fake_google, clock) as client:
-        await client.get_object("generic", f"{identity.issuer_id}.a")
+        await client.upsert_class("generic", resource)
         clock.now += 3599 - 61  # the fake's tokens live 3599 s; renewal is due 60 s early
-        await client.get_object("generic", f"{identity.issuer_id}.a")
+        await client.upsert_class("generic", resource)
         assert fake_google.token_requests == 1
         clock.now += 2
-        await client.get_object("generic", f"{identity.issuer_id}.a")
+        await client.upsert_class("generic", resource)
 
     assert fake_google.token_requests == 2
 
@@ -123,19 +123,21 @@ async def test_token_renewed_shortly_before_expiry(
 async def test_revoked_token_is_replaced_once(
     identity: GoogleIdentity, fake_google: FakeGoogle
 ) -> None:
+    resource = sample_class(identity, "coupon")
     async with _client(identity, fake_google) as client:
-        await client.get_object("offer", f"{identity.issuer_id}.a")
+        await client.upsert_class("offer", resource)
         fake_google.revoke_tokens()
-        assert await client.get_object("offer", f"{identity.issuer_id}.a") is None
+        assert (await client.upsert_class("offer", resource))["id"] == resource["id"]
 
     assert fake_google.token_requests == 2
 
 
 async def test_google_error_is_typed(identity: GoogleIdentity, fake_google: FakeGoogle) -> None:
-    missing = f"{identity.issuer_id}.pass_nothing"
+    never_saved = sample_object(identity, "loyalty")
+    missing = never_saved["id"]
     async with _client(identity, fake_google) as client:
         with pytest.raises(WalletApiError) as not_found:
-            await client.set_object_state("loyalty", missing, "INACTIVE")
+            await client.patch_object("loyalty", never_saved)
         with pytest.raises(WalletApiError) as no_class:
             await client.upsert_object("loyalty", sample_object(identity, "loyalty"))
 
@@ -163,7 +165,7 @@ async def test_unknown_service_account_gets_invalid_grant(
     stranger = replace(identity, client_email="other@acme.iam.gserviceaccount.com")
     async with _client(stranger, fake_google) as client:
         with pytest.raises(WalletApiError) as refused:
-            await client.get_object("generic", f"{identity.issuer_id}.a")
+            await client.upsert_class("generic", sample_class(identity, "generic"))
 
     assert refused.value.status == 400
     assert refused.value.reason == "invalid_grant"
@@ -175,7 +177,7 @@ async def test_unreachable_google_is_unavailable(identity: GoogleIdentity) -> No
     client = WalletRestClient(identity, api_base_url=closed, token_uri=f"{closed}/token")
     try:
         with pytest.raises(WalletUnavailable, match="ConnectError"):
-            await client.get_object("generic", "1.a")
+            await client.upsert_class("generic", {"id": "1.a"})
     finally:
         await client.aclose()
 
@@ -184,5 +186,3 @@ async def test_arguments_are_checked(identity: GoogleIdentity) -> None:
     async with WalletRestClient(identity) as client:
         with pytest.raises(ValueError, match="vertical must be one of"):
             await client.upsert_class("flight", {"id": "1.a"})
-        with pytest.raises(ValueError, match="state must be one of"):
-            await client.set_object_state("generic", "1.a", "VOIDED")

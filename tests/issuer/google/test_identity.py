@@ -11,7 +11,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from services.issuer.google.identity import (
     DEV_CLIENT_EMAIL,
-    DEV_ISSUER_ID,
     GOOGLE_TOKEN_URI,
     PUBLIC_KEY_FILE,
     SERVICE_ACCOUNT_FILE,
@@ -21,6 +20,7 @@ from services.issuer.google.identity import (
     load_service_account,
     service_account_json,
 )
+from shared.google_ids import DEV_ISSUER_ID
 from tests.support.concurrent_runs import outputs_of_concurrent_runs
 
 

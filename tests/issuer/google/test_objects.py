@@ -8,12 +8,10 @@ from services.issuer.google.identity import GoogleIdentity
 from services.issuer.google.objects import (
     HOLDER_MODULE_ID,
     build_class,
-    class_id,
     expand_barcode_message,
-    object_id,
-    pass_id_of,
     vertical_for,
 )
+from shared.google_ids import class_id, object_id, pass_id_of
 from tests.issuer.google.samples import (
     CALLBACK_URL,
     LOGO_URL,

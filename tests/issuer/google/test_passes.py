@@ -14,7 +14,6 @@ from services.issuer.google.passes import (
     save_link,
     sync_pass,
     sync_template,
-    void_pass,
 )
 from services.issuer.google.savelink import SAVE_URL_PREFIX
 from shared.models import PassRecord, TemplateRecord
@@ -92,7 +91,6 @@ async def test_without_a_client_the_link_is_fat(identity: GoogleIdentity) -> Non
     # Nothing to push anywhere without a client.
     await sync_template(wallet, _template())
     await sync_pass(wallet, _template(), _pass(voided=True))
-    await void_pass(wallet, _template(), _pass(voided=True))
 
 
 async def test_with_a_client_resources_are_upserted_and_the_link_is_skinny(
@@ -119,7 +117,7 @@ async def test_with_a_client_resources_are_upserted_and_the_link_is_skinny(
         event_name = fake_google.classes[class_id]["eventName"]["defaultValue"]["value"]
         assert event_name == "Autumn Festival"
 
-        await void_pass(wallet, template, _pass(voided=True))
+        await sync_pass(wallet, template, _pass(voided=True))
         assert fake_google.objects[object_id]["state"] == "INACTIVE"
 
 
@@ -131,7 +129,7 @@ async def test_a_pass_google_has_never_seen_is_left_alone(
     ) as client:
         wallet = GoogleWallet(identity, client, ORIGINS)
         await sync_pass(wallet, _template("generic"), _pass())
-        await void_pass(wallet, _template("generic"), _pass(voided=True))
+        await sync_pass(wallet, _template("generic"), _pass(voided=True))
 
     assert fake_google.objects == {}
 

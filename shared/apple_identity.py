@@ -1,10 +1,12 @@
-"""Signing identities for Apple Wallet passes.
+"""The Apple pass type identity: the issuer signs passes with it, the events service
+authenticates to APNs with it (its certificate is also the APNs TLS client certificate).
 
 A pass is signed with a Pass Type ID certificate and carries Apple's WWDR intermediate. For
 development, `ensure_dev_identity` creates a local three-level PKI (root CA -> WWDR-like
 intermediate -> pass signer) that mirrors Apple's chain, so signatures can be checked with
 `openssl cms -verify` against the local root. Real identities come in via `load_identity`
-(PEM) or `load_identity_pkcs12` (the .p12 exported from Keychain).
+(PEM) or `load_identity_pkcs12` (the .p12 exported from Keychain); `load_apple_identity` picks
+one from the settings both services share (`AppleIdentitySettings`).
 """
 
 import datetime
@@ -19,6 +21,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from shared.files import write_atomic
+from shared.settings import AppleIdentitySettings
 
 ROOT_CERT_FILE = "root-ca.pem"
 ROOT_KEY_FILE = "root-ca-key.pem"
@@ -122,6 +125,32 @@ def ensure_dev_identity(
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
     return identity
+
+
+def load_apple_identity(settings: AppleIdentitySettings) -> SigningIdentity:
+    """The configured identity, or the development one under `{data_dir}/signing/`."""
+    ids = {
+        "pass_type_identifier": settings.pass_type_identifier,
+        "team_identifier": settings.team_identifier,
+    }
+    if not settings.apple_configured:
+        return ensure_dev_identity(settings.data_dir / "signing", **ids)
+    assert settings.apple_wwdr_certificate_path is not None  # enforced by the settings
+    wwdr = settings.apple_wwdr_certificate_path.read_bytes()
+    password = settings.apple_private_key_password
+    secret = password.get_secret_value().encode() if password else None
+    if settings.apple_pkcs12_path is not None:
+        p12 = settings.apple_pkcs12_path.read_bytes()
+        return load_identity_pkcs12(p12=p12, password=secret, wwdr_pem=wwdr, **ids)
+    assert settings.apple_certificate_path
+    assert settings.apple_private_key_path
+    return load_identity(
+        certificate_pem=settings.apple_certificate_path.read_bytes(),
+        private_key_pem=settings.apple_private_key_path.read_bytes(),
+        key_password=secret,
+        wwdr_pem=wwdr,
+        **ids,
+    )
 
 
 def _checked_identity(

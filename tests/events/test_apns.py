@@ -9,9 +9,15 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from services.issuer.apns import ApnsClient, ProviderToken, PushResult, tls_context
-from services.issuer.config import IssuerSettings
-from services.issuer.signing import SigningIdentity, ensure_dev_identity
+from services.events.apns import (
+    ApnsClient,
+    ProviderToken,
+    PushResult,
+    create_apns_client,
+    tls_context,
+)
+from services.events.config import EventsSettings
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from tests.support.fake_apns import FakeApns, running_fake_apns
 
 TOKEN = "ab" * 32
@@ -126,8 +132,8 @@ def test_token_authentication_needs_its_three_settings(tmp_path: Path) -> None:
         )
     )
     with pytest.raises(ValueError, match="together"):
-        IssuerSettings(apns_key_path=key, apns_key_id="KEY1234567")
-    settings = IssuerSettings(apns_key_path=key, apns_key_id="KEY1234567", apns_team_id="T1")
+        EventsSettings(apns_key_path=key, apns_key_id="KEY1234567")
+    settings = EventsSettings(apns_key_path=key, apns_key_id="KEY1234567", apns_team_id="T1")
     assert settings.apns_url == "https://api.push.apple.com"
     assert settings.apns_ca_path is None
 
@@ -160,3 +166,20 @@ async def test_a_token_client_sends_a_bearer_token_instead_of_a_certificate(
     scheme, _, token = push.headers["authorization"].partition(" ")
     assert scheme == "bearer"
     assert jwt.decode(token, key.public_key(), algorithms=["ES256"])["iss"] == "TEAM123456"
+
+
+async def test_the_configured_client_presents_the_shared_identity(
+    fake: FakeApns, tmp_path: Path
+) -> None:
+    """Without a token, the events service authenticates with the identity the issuer signs
+    with: here the development one under the shared data dir."""
+    settings = EventsSettings(
+        data_dir=tmp_path, apns_url=fake.url, apns_ca_path=fake.server_ca_path
+    )
+    client = create_apns_client(settings)
+    try:
+        result = await client.push(TOKEN)
+    finally:
+        await client.aclose()
+    assert result.delivered
+    assert fake.pushes(TOKEN)[0].client_uid == settings.pass_type_identifier

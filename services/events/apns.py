@@ -2,8 +2,8 @@
 
 A Wallet push is `POST {apns_url}/3/device/<push token>` over HTTP/2 with `apns-topic` set to
 the pass type identifier and the body `{}`; the device then asks the web service what changed
-(services/events/registrations.py). It is sent as a background push (`apns-push-type:
-background`, which watchOS requires, with priority 5, the only priority Apple allows for it).
+(registrations.py). It is sent as a background push (`apns-push-type: background`, which
+watchOS requires, with priority 5, the only priority Apple allows for it).
 
 Authentication is the pass type certificate as the TLS client certificate (the default), or a
 provider token: an ES256 JWT signed with a .p8 key, renewed every 30 minutes (APNs refuses
@@ -25,8 +25,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from services.issuer.config import IssuerSettings
-from services.issuer.signing import SigningIdentity
+from services.events.config import EventsSettings
+from shared.apple_identity import SigningIdentity, load_apple_identity
 
 TOKEN_LIFETIME_SECONDS = 30 * 60
 # 400 reasons that say the token itself can never be pushed for this topic: made up (a device
@@ -168,19 +168,24 @@ def _load_client_certificate(context: ssl.SSLContext, identity: SigningIdentity)
         context.load_cert_chain(path)
 
 
-def create_apns_client(settings: IssuerSettings, identity: SigningIdentity) -> ApnsClient:
+def create_apns_client(settings: EventsSettings) -> ApnsClient:
+    """The client for the configured authentication: a provider token, or else the pass type
+    certificate (the development one under `{data_dir}/signing/` when none is configured)."""
     token: ProviderToken | None = None
+    identity: SigningIdentity | None = None
     if settings.apns_key_path is not None:
-        # IssuerSettings only accepts the three token settings together.
+        # EventsSettings only accepts the three token settings together.
         assert settings.apns_key_id
         assert settings.apns_team_id
         token = ProviderToken(
             settings.apns_key_path.read_bytes(), settings.apns_key_id, settings.apns_team_id
         )
+    else:
+        identity = load_apple_identity(settings)
     return ApnsClient(
         settings.apns_url,
-        identity.pass_type_identifier,
-        tls_context(None if token else identity, settings.apns_ca_path),
+        settings.pass_type_identifier,
+        tls_context(identity, settings.apns_ca_path),
         token,
         settings.apns_timeout_seconds,
     )

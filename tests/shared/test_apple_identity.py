@@ -1,4 +1,4 @@
-"""Tests for the development PKI and for loading real signing identities."""
+"""The Apple identity both services load: the development PKI and real ones (PEM, PKCS#12)."""
 
 import datetime
 import stat
@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from services.issuer.signing import (
+from shared.apple_identity import (
     SigningIdentity,
     ensure_dev_identity,
     load_identity,
@@ -117,7 +117,7 @@ def test_dev_identity_concurrent_first_calls_agree(tmp_path: Path) -> None:
     script = (
         "import sys; from pathlib import Path\n"
         "from cryptography.hazmat.primitives import hashes\n"
-        "from services.issuer.signing import ensure_dev_identity\n"
+        "from shared.apple_identity import ensure_dev_identity\n"
         "identity = ensure_dev_identity(Path(sys.argv[1]))\n"
         "print(identity.certificate.fingerprint(hashes.SHA256()).hex())\n"
     )

@@ -1,0 +1,107 @@
+"""Live updates: push every device that registered an updated or voided pass, then publish the
+command's event with the push counts in its metadata.
+
+The issuer commits an update's (or a void's) event as a `LiveUpdate` to the live-updates work
+queue instead of the events stream; the events service owns `registrations`, so it pushes, and
+only then publishes the event: `devices_pushed` (APNs answered 200), `push_failures` (anything
+else, the 410s and invalid tokens included) and `devices_unregistered`. A 410 means the token is
+dead for the pass type, a 400 `BadDeviceToken` or `DeviceTokenNotForTopic` that it never was one
+(a fake device registered it): the registrations that use it are removed here.
+
+The event keeps its id, which is its Nats-Msg-Id, so a live update redelivered after a crash
+(pushed again, which devices tolerate) records its event once: JetStream drops the second
+publish inside its duplicate window, and the events consumer's unique `_id` after it.
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from faststream.nats import NatsBroker
+
+from services.events.apns import ApnsClient, PushResult
+from services.events.registrations import AppleWebService, DropReason
+from services.events.repository import Registrations
+from shared.messages import LiveUpdate, PassEventMessage
+from shared.metrics import APNS_PUSHES
+from shared.pass_events import publish_event
+
+log = logging.getLogger(__name__)
+
+# APNs multiplexes pushes over one HTTP/2 connection; this bounds one pass's streams in flight.
+MAX_CONCURRENT_PUSHES = 50
+
+
+@dataclass(frozen=True)
+class PushReport:
+    pushed: int
+    failures: int
+    unregistered: int
+
+    def metadata(self) -> dict[str, int]:
+        return {
+            "devices_pushed": self.pushed,
+            "push_failures": self.failures,
+            "devices_unregistered": self.unregistered,
+        }
+
+
+class LiveUpdates:
+    def __init__(
+        self,
+        registrations: Registrations,
+        wallet: AppleWebService,
+        apns: ApnsClient,
+        broker: NatsBroker,
+    ):
+        self._registrations = registrations
+        self._wallet = wallet
+        self._apns = apns
+        self._broker = broker
+
+    async def deliver(self, update: LiveUpdate) -> PassEventMessage:
+        """Push the pass's devices, then publish its event with the counts. Raises when the
+        registrations cannot be read or the event cannot be published: retry the live update."""
+        report = await self.push_pass(update.event.pass_id)
+        metadata = update.event.metadata | report.metadata()
+        event = update.event.model_copy(update={"metadata": metadata})
+        await publish_event(self._broker, event)
+        return event
+
+    async def push_pass(self, pass_id: str) -> PushReport:
+        tokens = await self._registrations.push_tokens(pass_id)
+        limit = asyncio.Semaphore(MAX_CONCURRENT_PUSHES)
+
+        async def one(token: str) -> PushResult:
+            async with limit:
+                return await self._apns.push(token)
+
+        results = await asyncio.gather(*(one(token) for token in tokens))
+        for token, result in zip(tokens, results, strict=True):
+            APNS_PUSHES.labels(result.outcome).inc()
+            if not result.delivered:
+                log.warning(
+                    "APNs push for %s to token %s... failed: %s %s",
+                    pass_id,
+                    token[:8],
+                    result.status,
+                    result.reason,
+                )
+            if result.unregistered:
+                await self._drop_token(token, result)
+        return PushReport(
+            pushed=sum(result.delivered for result in results),
+            failures=sum(not result.delivered for result in results),
+            unregistered=sum(result.unregistered for result in results),
+        )
+
+    async def _drop_token(self, token: str, result: PushResult) -> None:
+        reason: DropReason = "push_token_inactive" if result.status == 410 else "push_token_invalid"
+        try:
+            await self._wallet.drop_push_token(
+                self._apns.topic, token, result.inactive_since, reason
+            )
+        except Exception:
+            # The pushes happened: report them. The next push to this token answers 410 (or
+            # 400) again and retries the removal.
+            log.exception("could not drop push token %s...", token[:8])
