@@ -52,8 +52,11 @@ fmt: $(STAMP) ## Format and auto-fix with ruff
 typecheck: $(STAMP) ## mypy --strict
 	$(BIN)/mypy
 
-pytest: $(STAMP) ## Run the test suite
-	$(BIN)/pytest
+# Test files run in parallel, a whole file to a worker (--dist loadfile, so a module's tests keep
+# their module fixtures and stack): two workers for this two-core machine (CONTRIBUTING.md).
+PYTEST_WORKERS ?= 2
+pytest: $(STAMP) ## Run the test suite on PYTEST_WORKERS processes (default 2)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test-faults: $(STAMP) ## Fault injection: kill and restart every process under load, print the counts
 	$(BIN)/pytest -m faults -s tests/faults

@@ -1,9 +1,11 @@
-"""Opening and closing the Mongo client and the NATS broker inside a lifespan."""
+"""Opening and closing the Mongo client and the NATS broker inside a lifespan, and running the
+workers that need both (an outbox relay) while they are open."""
 
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from faststream.nats import NatsBroker
 from nats.errors import Error as NatsError
@@ -40,15 +42,28 @@ def open_connections(settings: ServiceSettings) -> Connections:
     )
 
 
+class Worker(Protocol):
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 @asynccontextmanager
-async def running(connections: Connections) -> AsyncIterator[Connections]:
-    """Start the broker (with the subscribers registered on it) and close both at the end."""
+async def running(connections: Connections, *workers: Worker) -> AsyncIterator[Connections]:
+    """Start the broker (with the subscribers registered on it), then the workers; at the end
+    stop the workers, while the broker still publishes what they finish, then close both."""
     await connections.broker.connect()
     # Every service declares the streams before its consumers start, whatever the start order.
     await ensure_streams(connections.broker, connections.stream_replicas)
     await connections.broker.start()
     try:
-        yield connections
+        for worker in workers:
+            worker.start()
+        try:
+            yield connections
+        finally:
+            for worker in workers:
+                await worker.stop()
     finally:
         try:
             await connections.broker.stop()

@@ -63,19 +63,23 @@ CONSUMER_PENDING = Gauge(
     ["consumer"],
 )
 
+# The outboxes (shared/outbox.py), one per service that publishes events: `owner` is the service.
 OUTBOX_PENDING = Gauge(
     "tessera_outbox_pending",
-    "Events the issuer committed and has not yet published to JetStream (live updates "
-    "included), read at scrape time.",
+    "Events a service committed to its outbox and has not yet published to JetStream (the "
+    "issuer's live updates included), read at scrape time.",
+    ["owner"],
 )
 OUTBOX_SET_ASIDE = Counter(
     "tessera_outbox_set_aside",
-    "Events the outbox relay set aside in outbox_dead_letters because they could not be "
-    "published (too large for NATS, malformed, or failing while the others were published).",
+    "Events an outbox relay set aside in its dead letters because they could not be published "
+    "(too large for NATS, malformed, or failing while the others were published).",
+    ["owner"],
 )
 OUTBOX_DEAD_LETTERS = Gauge(
     "tessera_outbox_dead_letters",
-    "Events in outbox_dead_letters, waiting for an operator; read at scrape time.",
+    "Events in an outbox's dead letters, waiting for an operator; read at scrape time.",
+    ["owner"],
 )
 
 Refresh = Callable[[], Awaitable[None]]
@@ -140,15 +144,16 @@ def consumer_pending(broker: NatsBroker, consumer: str) -> Refresh:
     return update
 
 
-def outbox_pending(read: Callable[[], Awaitable[int]]) -> Refresh:
-    """A refresh that sets the outbox gauge from `read` (the issuer's count); when the store does
-    not answer the gauge reads -1, which no real count is, so an alert can tell."""
-    return _count_gauge(OUTBOX_PENDING, read, "outbox size")
+def outbox_pending(owner: str, read: Callable[[], Awaitable[int]]) -> Refresh:
+    """A refresh that sets the outbox gauge of `owner` from `read` (its count); when the store
+    does not answer the gauge reads -1, which no real count is, so an alert can tell."""
+    return _count_gauge(OUTBOX_PENDING.labels(owner), read, f"{owner} outbox size")
 
 
-def outbox_dead_letters(read: Callable[[], Awaitable[int]]) -> Refresh:
-    """A refresh that sets the dead-letter gauge from `read`; -1 when the store does not answer."""
-    return _count_gauge(OUTBOX_DEAD_LETTERS, read, "outbox dead letters")
+def outbox_dead_letters(owner: str, read: Callable[[], Awaitable[int]]) -> Refresh:
+    """A refresh that sets the dead-letter gauge of `owner` from `read`; -1 when the store does
+    not answer."""
+    return _count_gauge(OUTBOX_DEAD_LETTERS.labels(owner), read, f"{owner} outbox dead letters")
 
 
 def _count_gauge(gauge: Gauge, read: Callable[[], Awaitable[int]], what: str) -> Refresh:

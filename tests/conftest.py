@@ -1,10 +1,21 @@
-"""Fixtures: one MongoDB-wire server per session, one nats-server and one stack per module."""
+"""Fixtures: one MongoDB-wire server and one default stack per session (per pytest-xdist worker),
+and a nats-server per module for tests that need one of their own.
+
+Most end-to-end modules share the default stack: each of their tests works in accounts of its
+own (`stack.new_account()`), and `stack.log_text` reads only what the module made the processes
+log. A module that needs other settings defines its own `stack` fixture (tests/e2e/test_limits.py);
+one that kills or pauses processes, or counts what is process- or database-wide (metrics, dead
+letters), takes `own_stack` as its `stack`. A default stack's events service pushes to a fake
+APNs (`fake_apns`), never to Apple.
+"""
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
+from tests.support.fake_apns import FakeApns, stack_with_fake_apns
 from tests.support.servers import (
     BACKEND,
     container_mongo,
@@ -12,7 +23,11 @@ from tests.support.servers import (
     embedded_mongo,
     embedded_nats,
 )
-from tests.support.stack import Stack, new_stack, serving
+from tests.support.stack import Stack
+
+
+def _nats(work_dir: Path) -> AbstractContextManager[str]:
+    return container_nats() if BACKEND == "containers" else embedded_nats(work_dir)
 
 
 @pytest.fixture(scope="session")
@@ -27,19 +42,38 @@ def mongo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if BACKEND == "containers":
-        with container_nats() as url:
-            yield url
-    else:
-        with embedded_nats(tmp_path_factory.mktemp("nats")) as url:
-            yield url
+    with _nats(tmp_path_factory.mktemp("nats")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def _shared(
+    mongo_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Stack, FakeApns]]:
+    """The default stack every module without needs of its own shares, on a nats-server of its
+    own: a stack's streams and consumers are NATS-wide, so two stacks never share a server."""
+    with (
+        _nats(tmp_path_factory.mktemp("shared-nats")) as nats,
+        stack_with_fake_apns(nats, mongo_url, tmp_path_factory.mktemp("shared-stack")) as pair,
+    ):
+        yield pair
 
 
 @pytest.fixture(scope="module")
-def stack(
+def stack(_shared: tuple[Stack, FakeApns]) -> Stack:
+    return _shared[0].for_module()
+
+
+@pytest.fixture(scope="session")
+def fake_apns(_shared: tuple[Stack, FakeApns]) -> FakeApns:
+    """The APNs the default stack pushes to: tests look only at their own devices' pushes."""
+    return _shared[1]
+
+
+@pytest.fixture(scope="module")
+def own_stack(
     nats_url: str, mongo_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
-    work_dir: Path = tmp_path_factory.mktemp("stack")
-    running = new_stack(nats_url, mongo_url, work_dir)
-    with serving(running):
-        yield running
+    """A default stack for this module alone."""
+    with stack_with_fake_apns(nats_url, mongo_url, tmp_path_factory.mktemp("stack")) as pair:
+        yield pair[0]

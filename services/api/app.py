@@ -33,6 +33,7 @@ from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
 from shared.metrics import instrument
+from shared.outbox import OutboxRelay
 
 DESCRIPTION = """Issue Apple Wallet and Google Wallet passes from templates.
 
@@ -47,6 +48,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     clock = clock or SystemClock()
     conn = open_connections(settings)
     repo = ApiRepository(conn.db)
+    relay = OutboxRelay(repo.outbox, conn.broker)
     context = ApiContext(
         settings=settings,
         repo=repo,
@@ -68,7 +70,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
-        async with running(conn):
+        async with running(conn, relay):
             yield
 
     app = FastAPI(
@@ -81,7 +83,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     errors.install(app)
     openapi.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
-    instrument(app, "api", settings)
+    instrument(app, "api", settings, refresh=repo.outbox.gauges())
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
     routers = (
         templates,

@@ -14,7 +14,7 @@ from faststream.nats import NatsBroker
 
 from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
-from services.api.events_out import publish_pass_event
+from services.api.events_out import record_pass_event
 from services.api.idempotency import IdempotencyPolicy
 from services.api.limits import (
     count_admin_failure,
@@ -49,7 +49,7 @@ class ApiContext:
     async def record_event(
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None
     ) -> None:
-        await publish_pass_event(self.broker, self.clock, record, event_type, metadata)
+        await record_pass_event(self.repo.outbox, self.clock, record, event_type, metadata)
 
     async def enforce_rate_limit(self, principal: Principal) -> None:
         """429 when the principal's window is full; records the RateLimit headers."""

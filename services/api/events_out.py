@@ -1,32 +1,32 @@
 """Pass events the api itself observes (page views, downloads, Google add intents).
 
-They go straight to the events stream, like the issuer's, with the event id as Nats-Msg-Id.
-There is no database write to pair them with, so no outbox: if NATS cannot take the event the
-page is still served and the failure is logged (a holder must never lose their pass because
-an analytics event could not be sent).
+There is no write of the api's to pair them with: each is one insert into the api's own outbox,
+`api_outbox` (shared/outbox.py), whose relay publishes it to the events stream like every
+other event. If the store cannot take the event the page is still served and the failure is
+logged (a holder must never lose their pass because an analytics event could not be recorded).
 """
 
 import logging
 from typing import Any
 
-from faststream.nats import NatsBroker
-
 from shared.clock import Clock
 from shared.messages import PassEventType
 from shared.models import PassRecord
-from shared.pass_events import pass_event, publish_event
+from shared.outbox import Outbox
+from shared.pass_events import pass_event
 
 log = logging.getLogger(__name__)
 
 
-async def publish_pass_event(
-    broker: NatsBroker,
+async def record_pass_event(
+    outbox: Outbox,
     clock: Clock,
     record: PassRecord,
     event_type: PassEventType,
     metadata: dict[str, Any] | None = None,
 ) -> None:
+    event = pass_event(record, event_type, metadata or {}, clock.now())
     try:
-        await publish_event(broker, pass_event(record, event_type, metadata or {}, clock.now()))
+        await outbox.add(event, event.created_at)
     except Exception:
-        log.exception("could not publish %s event of %s", event_type, record.id)
+        log.exception("could not record %s event of %s", event_type, record.id)

@@ -1,4 +1,5 @@
-"""Every MongoDB call of the api: accounts, API keys, idempotency records and limit counters.
+"""Every MongoDB call of the api: accounts, API keys, idempotency records and limit counters;
+its outbox (`api_outbox`, for the events it observes) is the shared one (shared/outbox.py).
 
 Rate-limit windows and monthly pass counters live in MongoDB (atomic `$inc` upserts, expired by
 TTL indexes) so that every api replica counts against the same numbers.
@@ -11,6 +12,7 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from shared.mongo import Database, Document, unjournaled
+from shared.outbox import Outbox
 
 
 class ApiRepository:
@@ -21,6 +23,7 @@ class ApiRepository:
         self._idempotency = unjournaled(db["idempotency_keys"])
         self._rate_windows = unjournaled(db["rate_limit_windows"])
         self._usage = unjournaled(db["usage_counters"])
+        self.outbox = Outbox(db, owner="api", name="api_outbox")
 
     async def ensure_indexes(self) -> None:
         await self._keys.create_index("hash", unique=True)

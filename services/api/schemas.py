@@ -111,7 +111,7 @@ WEBHOOK_TYPES = frozenset(get_args(WebhookEventType))
 def _webhook_events(value: Any) -> Any:
     """Every entry a spec 6.2 type or "*"; the error names `events` as a whole."""
     if isinstance(value, list):
-        unknown = [item for item in value if item not in WEBHOOK_TYPES]
+        unknown = [item for item in value if not isinstance(item, str) or item not in WEBHOOK_TYPES]
         if unknown:
             raise ValueError(f"unknown event types {unknown}; use {sorted(WEBHOOK_TYPES)}")
     return value

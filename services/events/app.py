@@ -1,5 +1,6 @@
 """The events service: records lifecycle events, serves the wallets' callbacks (Apple's pass
-web service at /v1, Google's signed callbacks) and pushes live updates to Apple devices."""
+web service at /v1, Google's signed callbacks), pushes live updates to Apple devices, and
+relays the events it observes from its outbox."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -9,6 +10,7 @@ from fastapi import FastAPI
 from services.events import handlers
 from services.events.apns import create_apns_client
 from services.events.config import EventsSettings
+from services.events.events_out import events_outbox
 from services.events.google_callbacks import google_callbacks_router
 from services.events.push import LiveUpdates
 from services.events.repository import EventsRepository
@@ -17,6 +19,7 @@ from shared.connections import open_connections, running
 from shared.health import health_router
 from shared.messages import EVENTS_CONSUMER
 from shared.metrics import consumer_pending, instrument
+from shared.outbox import OutboxRelay
 
 
 def create_app(settings: EventsSettings | None = None) -> FastAPI:
@@ -24,7 +27,9 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     conn = open_connections(settings)
     repo = EventsRepository(conn.db)
     handlers.register(conn.broker, repo)
-    wallet = apple_wallet(conn, settings)
+    outbox = events_outbox(conn.db)
+    relay = OutboxRelay(outbox, conn.broker)
+    wallet = apple_wallet(conn, settings, outbox)
     apns = create_apns_client(settings)
     live_updates = LiveUpdates(wallet.registrations, wallet.service, apns, conn.broker)
     handlers.register_live_updates(conn.broker, live_updates, settings.live_update_workers)
@@ -33,7 +38,7 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
         try:
-            async with running(conn):
+            async with running(conn, relay):
                 yield
         finally:
             await apns.aclose()
@@ -44,8 +49,8 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
         app,
         "events",
         settings,
-        refresh=[consumer_pending(conn.broker, EVENTS_CONSUMER)],
+        refresh=[consumer_pending(conn.broker, EVENTS_CONSUMER), *outbox.gauges()],
     )
-    app.include_router(google_callbacks_router(settings, conn))
+    app.include_router(google_callbacks_router(settings, conn, outbox))
     app.include_router(apple_wallet_router(wallet))
     return app

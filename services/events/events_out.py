@@ -1,28 +1,18 @@
-"""Pass events the events service observes itself (Apple Wallet registrations, deliveries).
+"""Pass events the events service observes itself: Apple Wallet registrations and deliveries,
+Google Wallet callbacks.
 
-Published to the events stream like every other event (the event id is the Nats-Msg-Id), and
-recorded by this service's own consumer from there, so webhooks see them too. `publish` raises
-when JetStream does not acknowledge: the caller decides whether that undoes its write.
+They go to the service's own outbox, `events_outbox` (shared/outbox.py), in the transaction of
+the write they report (a registration, a nonce), so a crash between the write and the publish
+loses nothing; the service's relay publishes them to the events stream, and its own consumer
+records them from there, so webhooks see them too.
 """
 
-from typing import Any
+from shared.mongo import Database
+from shared.outbox import Outbox
 
-from faststream.nats import NatsBroker
-
-from shared.clock import Clock
-from shared.messages import PassEventMessage, PassEventType
-from shared.models import PassRecord
-from shared.pass_events import pass_event, publish_event
+OWNER = "events"
+COLLECTION = "events_outbox"
 
 
-class EventPublisher:
-    def __init__(self, broker: NatsBroker, clock: Clock):
-        self._broker = broker
-        self._clock = clock
-
-    async def publish(
-        self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any]
-    ) -> PassEventMessage:
-        event = pass_event(record, event_type, metadata, self._clock.now())
-        await publish_event(self._broker, event)
-        return event
+def events_outbox(db: Database) -> Outbox:
+    return Outbox(db, owner=OWNER, name=COLLECTION)

@@ -20,17 +20,19 @@ from services.issuer.reads import IssuerReads
 from shared.clock import SystemClock
 from shared.connections import Connections
 from shared.errors import ApiError, PayloadTooLarge
+from shared.outbox import Outbox
 
 PATH: Final = "/google/callbacks"
 # A callback is well under 2 KiB; anything far larger is not one.
 MAX_BODY_BYTES: Final = 64 * 1024
 
 
-def google_callbacks_router(settings: EventsSettings, conn: Connections) -> APIRouter:
+def google_callbacks_router(
+    settings: EventsSettings, conn: Connections, outbox: Outbox
+) -> APIRouter:
     callbacks = GoogleCallbacks(
-        nonces=GoogleNonces(conn.db),
+        nonces=GoogleNonces(conn.db, outbox),
         passes=IssuerReads(conn.db),
-        broker=conn.broker,
         clock=SystemClock(),
         issuer_id=settings.google_issuer_id,
         root_keys=root_keys_from(settings),

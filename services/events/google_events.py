@@ -1,10 +1,10 @@
 """Google Wallet callbacks -> `installed` / `removed` pass events.
 
 A verified callback (services/events/google_verify.py) names an object, which names a pass
-(`<issuer id>.<pass id>`). Its nonce is claimed in MongoDB before anything is published: the
-claim holds the new event's id, so a retry after a crash (or after NATS refused the event)
-re-publishes the same event, which JetStream's `Nats-Msg-Id` window and the consumer's unique
-`_id` turn into one record; a nonce whose event was published is a replay and is refused.
+(`<issuer id>.<pass id>`). Its nonce and its event are written in one transaction, the event to
+the service's outbox (events_out.py), whose relay publishes it: a nonce stored is an event
+recorded, and a nonce seen before is a replay and is refused. When the store fails nothing is
+written and Google's retry (of a 503) records the callback once.
 """
 
 import logging
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from faststream.nats import NatsBroker
+from pymongo.errors import PyMongoError
 
 from services.events.config import EventsSettings
 from services.events.google_verify import (
@@ -29,9 +29,8 @@ from services.issuer.reads import IssuerReads
 from shared.clock import Clock
 from shared.errors import ApiError, AuthenticationError, InvalidRequest, NotFound
 from shared.google_ids import pass_id_of
-from shared.ids import new_id
 from shared.messages import PassEventMessage, PassEventType
-from shared.pass_events import pass_event, publish_event
+from shared.pass_events import pass_event
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +57,6 @@ class GoogleCallbacks:
 
     nonces: GoogleNonces
     passes: IssuerReads
-    broker: NatsBroker
     clock: Clock
     issuer_id: str
     root_keys: list[RootKey] | None
@@ -75,7 +73,7 @@ def root_keys_from(settings: EventsSettings) -> list[RootKey] | None:
 
 
 async def handle_callback(callbacks: GoogleCallbacks, body: bytes) -> PassEventMessage:
-    """Verify a callback and publish its pass event; raises an ApiError for every refusal."""
+    """Verify a callback and record its pass event; raises an ApiError for every refusal."""
     if callbacks.root_keys is None:
         raise Unavailable(
             "Google Wallet callbacks are not configured: set TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH.",
@@ -101,29 +99,19 @@ async def _record(
         log.warning("Google Wallet callback for unknown object %s", message.object_id)
         raise NotFound(f"No such pass object: '{message.object_id}'", code="resource_missing")
     event_type = _EVENT_TYPES[message.event_type]
-    claim = await callbacks.nonces.claim(
-        message.nonce,
-        event_id=new_id("pass_event"),
-        pass_id=pass_id,
-        event_type=event_type,
-        created_at=now,
-        expires_at=max(message.expires_at, now) + NONCE_RETENTION_MARGIN,
-    )
-    if claim.published:
+    event = pass_event(record, event_type, {"wallet": "google"}, now)
+    expires_at = max(message.expires_at, now) + NONCE_RETENTION_MARGIN
+    try:
+        fresh = await callbacks.nonces.record(message.nonce, event, expires_at)
+    except PyMongoError as exc:
+        # Nothing was written, so Google's retry records this callback once.
+        log.exception("could not record the %s event of %s", event_type, pass_id)
+        raise Unavailable("The event could not be recorded; retry later.") from exc
+    if not fresh:
         log.warning("replayed Google Wallet callback nonce for %s", pass_id)
         raise NonceReplayed(
             "This callback's nonce was already processed.", code="google_callback_replayed"
         )
-    event = pass_event(
-        record, event_type, {"wallet": "google"}, claim.created_at, event_id=claim.event_id
-    )
-    try:
-        await publish_event(callbacks.broker, event)
-    except Exception as exc:
-        # The claim stays unpublished, so Google's retry publishes this same event.
-        log.exception("could not publish the %s event of %s", event_type, pass_id)
-        raise Unavailable("The event could not be recorded; retry later.") from exc
-    await callbacks.nonces.mark_published(message.nonce)
     return event
 
 

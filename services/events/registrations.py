@@ -13,9 +13,9 @@ renews with 200 as always): a pass file in the wrong hands must not register tho
 devices, each an event, a webhook and a push on every update.
 
 Events: a new registration records `installed`, an unregistration `removed`, a 200 for an
-updated pass `updated` with stage `delivered`. Registrations are write-then-publish: when
-JetStream refuses the event the write is undone and the device gets 503 and retries; only a
-crash between the write and the publish loses the event (docs/wallet-callbacks.md).
+updated pass `updated` with stage `delivered`. Each goes to the service's outbox: a
+registration's and an unregistration's in the same transaction as the write, so neither can
+happen without the other (docs/wallet-callbacks.md).
 """
 
 import hmac
@@ -25,13 +25,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from services.events.events_out import EventPublisher
 from services.events.repository import Registrations, device_hash, registration_id
 from services.events.update_tags import encode_tag, not_modified, updated_since
 from services.issuer.reads import IssuerReads
 from shared.clock import Clock
 from shared.json_input import UntrustedJsonError, loads_untrusted
+from shared.messages import PassEventMessage, PassEventType
 from shared.models import PassRecord
+from shared.outbox import Outbox
+from shared.pass_events import pass_event
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +74,13 @@ class AppleWebService:
         self,
         registrations: Registrations,
         issuer: IssuerReads,
-        publisher: EventPublisher,
+        outbox: Outbox,
         clock: Clock,
         max_devices: int = DEFAULT_MAX_DEVICES_PER_PASS,
     ):
         self._registrations = registrations
         self._issuer = issuer
-        self._publisher = publisher
+        self._outbox = outbox
         self._clock = clock
         self._max_devices = max_devices
 
@@ -120,21 +122,14 @@ class AppleWebService:
             "created_at": now,
             "updated_at": now,
         }
-        outcome = await self._registrations.register(document, self._max_devices)
+        installed = self._event(record, "installed", _metadata(hashed))
+        outcome = await self._registrations.register(document, self._max_devices, installed)
         if outcome == "full":
             # 403, not 429 or 5xx: the cap does not lift with time, and Wallet should not retry.
             log.info("refused a device for %s: it has %d already", record.id, self._max_devices)
             return 403
         await self._registrations.renew_push_token(hashed, pass_type, push_token, now)
-        if outcome == "renewed":
-            return 200
-        try:
-            await self._publisher.publish(record, "installed", _metadata(hashed))
-        except Exception:
-            log.exception("could not publish installed for %s; undoing the registration", serial)
-            await self._registrations.delete(key)
-            return 503
-        return 201
+        return 200 if outcome == "renewed" else 201
 
     async def unregister(
         self, device: str, pass_type: str, serial: str, authorization: str | None
@@ -142,15 +137,9 @@ class AppleWebService:
         record = await self.authenticate(pass_type, serial, authorization)
         if record is None:
             return 401
-        removed = await self._registrations.delete(registration_id(device, pass_type, serial))
-        if removed is None:
-            return 200  # not registered (any more): the device's wish holds already
-        try:
-            await self._publisher.publish(record, "removed", _metadata(removed["device"]))
-        except Exception:
-            log.exception("could not publish removed for %s; keeping the registration", serial)
-            await self._registrations.restore(removed)
-            return 503
+        removed = self._event(record, "removed", _metadata(device_hash(device)))
+        # Not registered (any more): the device's wish holds already, and nothing is recorded.
+        await self._registrations.unregister(registration_id(device, pass_type, serial), removed)
         return 200
 
     async def updated_serials(
@@ -186,27 +175,33 @@ class AppleWebService:
             "serial_number": record.serial_number,
             "version": version,
         }
+        event = self._event(record, "updated", metadata)
         try:
-            await self._publisher.publish(record, "updated", metadata)
+            await self._outbox.add(event, event.created_at)
         except Exception:
-            log.exception("could not publish the delivery of %s", record.id)
+            log.exception("could not record the delivery of %s", record.id)
 
     async def drop_push_token(
         self, pass_type: str, push_token: str, inactive_since: datetime | None, reason: DropReason
     ) -> int:
         """Remove the registrations (of every pass) that use a push token APNs refused for good,
-        except any renewed after `inactive_since`, recording `removed` for each; how many."""
-        dropped = await self._registrations.drop_push_token(pass_type, push_token, inactive_since)
-        for document in dropped:
+        except any renewed after `inactive_since`, each with its `removed` event; how many."""
+        still, using = await self._registrations.using_push_token(
+            pass_type, push_token, inactive_since
+        )
+        dropped = 0
+        for document in using:
             record = await self._issuer.pass_by_id(document["pass_id"])
-            if record is None:
-                continue
             metadata = _metadata(document["device"]) | {"reason": reason}
-            try:
-                await self._publisher.publish(record, "removed", metadata)
-            except Exception:
-                log.exception("could not publish removed for %s", record.id)
-        return len(dropped)
+            removed = None if record is None else self._event(record, "removed", metadata)
+            if await self._registrations.unregister(document["_id"], removed, still) is not None:
+                dropped += 1
+        return dropped
+
+    def _event(
+        self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any]
+    ) -> PassEventMessage:
+        return pass_event(record, event_type, metadata, self._clock.now())
 
     async def _pass_type(self, record: PassRecord) -> str | None:
         meta = await self._issuer.pass_file_meta(record.id)

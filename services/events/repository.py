@@ -1,20 +1,23 @@
 """Every MongoDB call of the events service: `pass_events`, the Google callback nonces, and
 the Apple Wallet web service's `registrations`, `device_logs` and `wallet_rate_windows`. What
-other services may read of them is in reads.py."""
+other services may read of them is in reads.py. A registration, an unregistration and a nonce
+commit with their event, written to the service's outbox (events_out.py) in one transaction."""
 
-import contextlib
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from functools import partial
+from typing import Literal
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import DuplicateKeyError
 
 from shared.ids import new_id
+from shared.messages import PassEventMessage
 from shared.models import PassEventRecord
 from shared.mongo import Database, Document
+from shared.outbox import Outbox
 
 
 class EventsRepository:
@@ -37,65 +40,52 @@ class EventsRepository:
 
 # --- Google Wallet callback nonces ---------------------------------------------------------------
 # `google_callback_nonces`: one document per verified Google callback, `_id` = its nonce (so the
-# nonce is unique). It doubles as the callback's outbox record: it holds the event id before the
-# event is published, and `published` says whether it was. Documents go when `expires_at` (past
+# nonce is unique), committed with the callback's event. Documents go when `expires_at` (past
 # the message's own expiry) passes; by then a replay fails the message's expiry check instead.
 
 
-@dataclass(frozen=True)
-class NonceClaim:
-    """The event a nonce stands for; `published` once it reached the stream."""
-
-    event_id: str
-    created_at: datetime
-    published: bool
+class _Taken(Exception):
+    """The unique key of a write is taken already: the transaction is abandoned."""
 
 
 class GoogleNonces:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, outbox: Outbox):
         self._nonces = db["google_callback_nonces"]
+        self._outbox = outbox
 
     async def ensure_indexes(self) -> None:
         await self._nonces.create_index("expires_at", expireAfterSeconds=0)
 
-    async def claim(
-        self,
-        nonce: str,
-        *,
-        event_id: str,
-        pass_id: str,
-        event_type: str,
-        created_at: datetime,
-        expires_at: datetime,
-    ) -> NonceClaim:
-        """Record the nonce with a new event; when it was seen before, the earlier claim."""
+    async def record(self, nonce: str, event: PassEventMessage, expires_at: datetime) -> bool:
+        """Store the nonce and its event in one transaction; False, and nothing written, when
+        the nonce was seen before (a replay)."""
         document = {
             "_id": nonce,
-            "event_id": event_id,
-            "pass_id": pass_id,
-            "event_type": event_type,
-            "created_at": created_at,
+            "event_id": event.id,
+            "pass_id": event.pass_id,
+            "event_type": event.event_type,
+            "created_at": event.created_at,
             "expires_at": expires_at,
-            "published": False,
         }
-        try:
-            await self._nonces.insert_one(document)
-        except DuplicateKeyError:
-            earlier = await self._nonces.find_one({"_id": nonce})
-            if earlier is None:  # expired between the insert and the read: a new claim
-                return await self.claim(
-                    nonce,
-                    event_id=event_id,
-                    pass_id=pass_id,
-                    event_type=event_type,
-                    created_at=created_at,
-                    expires_at=expires_at,
-                )
-            return NonceClaim(earlier["event_id"], earlier["created_at"], earlier["published"])
-        return NonceClaim(event_id, created_at, published=False)
 
-    async def mark_published(self, nonce: str) -> None:
-        await self._nonces.update_one({"_id": nonce}, {"$set": {"published": True}})
+        async def write(session: AsyncClientSession) -> None:
+            await _insert_once(self._nonces.insert_one(document, session=session))
+            await self._outbox.add(event, event.created_at, session)
+
+        try:
+            await self._outbox.in_transaction(write)
+        except _Taken:
+            return False
+        return True
+
+
+async def _insert_once(insert: Awaitable[object]) -> None:
+    """Await an insert, raising `_Taken` for a duplicate key (only that insert's: a duplicate
+    elsewhere in the transaction stays an error)."""
+    try:
+        await insert
+    except DuplicateKeyError as exc:
+        raise _Taken from exc
 
 
 # --- Apple Wallet: device registrations and device logs -----------------------------------------
@@ -122,8 +112,9 @@ def registration_id(device_library_identifier: str, pass_type: str, serial: str)
 
 
 class Registrations:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, outbox: Outbox):
         self._registrations = db["registrations"]
+        self._outbox = outbox
 
     async def ensure_indexes(self) -> None:
         await self._registrations.create_index([("device", ASCENDING), ("pass_type", ASCENDING)])
@@ -138,9 +129,12 @@ class Registrations:
             [("pass_type", ASCENDING), ("push_token", ASCENDING)]
         )
 
-    async def register(self, document: Document, max_per_pass: int) -> Registered:
-        """Register a device for a pass in a free slot of the pass's `max_per_pass`, or renew the
-        push token of its existing registration; "full" (nothing written) when no slot is free.
+    async def register(
+        self, document: Document, max_per_pass: int, installed: PassEventMessage
+    ) -> Registered:
+        """Register a device for a pass in a free slot of the pass's `max_per_pass`, committed
+        with its `installed` event, or renew the push token of its existing registration (no
+        event); "full" (nothing written) when no slot is free.
 
         Exact under concurrency: the unique index on (pass_id, slot) lets one of two devices
         that chose the same slot in, and the other looks again. Slots at or past the cap (left
@@ -159,8 +153,8 @@ class Registrations:
             if slot is None:
                 return "full"
             try:
-                await self._registrations.insert_one(document | {"slot": slot})
-            except DuplicateKeyError:  # this device, or another one for this slot, was first
+                await self._outbox.in_transaction(partial(self._insert, document, slot, installed))
+            except _Taken:  # this device, or another one for this slot, was first
                 continue
             return "created"
         return "full"
@@ -172,6 +166,18 @@ class Registrations:
         taken = set(slots)
         return next((n for n in range(max_per_pass - outside) if n not in taken), None)
 
+    async def _insert(
+        self,
+        document: Document,
+        slot: int,
+        installed: PassEventMessage,
+        session: AsyncClientSession,
+    ) -> None:
+        await _insert_once(
+            self._registrations.insert_one(document | {"slot": slot}, session=session)
+        )
+        await self._outbox.add(installed, installed.created_at, session)
+
     async def renew_push_token(
         self, device: str, pass_type: str, push_token: str, at: datetime
     ) -> None:
@@ -181,14 +187,20 @@ class Registrations:
             {"$set": {"push_token": push_token, "updated_at": at}},
         )
 
-    async def delete(self, registration_id: str) -> Document | None:
-        return await self._registrations.find_one_and_delete({"_id": registration_id})
+    async def unregister(
+        self, registration_id: str, removed: PassEventMessage | None, still: Document | None = None
+    ) -> Document | None:
+        """Delete a registration (if it still matches `still`), committed with its `removed`
+        event; the registration deleted, or None (nothing written) when there was none."""
 
-    async def restore(self, document: Document) -> None:
-        # Re-registered meanwhile: keep that one. Its slot taken by another device meanwhile:
-        # the removal the device asked for stands (its retry is answered 200, without an event).
-        with contextlib.suppress(DuplicateKeyError):
-            await self._registrations.insert_one(document)
+        async def write(session: AsyncClientSession) -> Document | None:
+            query = {"_id": registration_id, **(still or {})}
+            deleted = await self._registrations.find_one_and_delete(query, session=session)
+            if deleted is not None and removed is not None:
+                await self._outbox.add(removed, removed.created_at, session)
+            return deleted
+
+        return await self._outbox.in_transaction(write)
 
     async def push_tokens(self, pass_id: str) -> list[str]:
         """The distinct push tokens of a pass's registrations: the devices a live update pushes."""
@@ -199,18 +211,16 @@ class Registrations:
         cursor = self._registrations.find({"device": device, "pass_type": pass_type})
         return [doc async for doc in cursor]
 
-    async def drop_push_token(
+    async def using_push_token(
         self, pass_type: str, push_token: str, older_than: datetime | None
-    ) -> list[Document]:
-        """Delete the registrations using a dead token (not those renewed since it died)."""
-        query: dict[str, Any] = {"pass_type": pass_type, "push_token": push_token}
+    ) -> tuple[Document, list[Document]]:
+        """The registrations that use a dead token (not those renewed since it died), and the
+        condition that says so, for `unregister` to repeat."""
+        still: Document = {"pass_type": pass_type, "push_token": push_token}
         if older_than is not None:
-            query["updated_at"] = {"$lt": older_than}
-        dropped = []
-        async for doc in self._registrations.find(query, {"_id": 1}):
-            if (deleted := await self.delete(doc["_id"])) is not None:
-                dropped.append(deleted)
-        return dropped
+            still["updated_at"] = {"$lt": older_than}
+        cursor = self._registrations.find(still, {"pass_id": 1, "device": 1})
+        return still, [doc async for doc in cursor]
 
 
 class DeviceLogs:

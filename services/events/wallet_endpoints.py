@@ -18,7 +18,6 @@ from starlette.background import BackgroundTask
 from services.events import device_logs
 from services.events.bodies import bounded_body
 from services.events.config import EventsSettings
-from services.events.events_out import EventPublisher
 from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
 from services.events.repository import DeviceLogs, Registrations, WalletRateWindows
@@ -26,6 +25,7 @@ from services.events.update_tags import http_date
 from services.issuer.reads import IssuerReads
 from shared.clock import Clock, SystemClock
 from shared.connections import Connections
+from shared.outbox import Outbox
 
 PKPASS_TYPE = "application/vnd.apple.pkpass"
 UpdatedSince = Annotated[str | None, Query(alias="passesUpdatedSince")]
@@ -43,14 +43,14 @@ class AppleWallet:
 
 
 def apple_wallet(
-    conn: Connections, settings: EventsSettings, clock: Clock | None = None
+    conn: Connections, settings: EventsSettings, outbox: Outbox, clock: Clock | None = None
 ) -> AppleWallet:
     clock = clock or SystemClock()
-    registrations = Registrations(conn.db)
+    registrations = Registrations(conn.db, outbox)
     service = AppleWebService(
         registrations,
         IssuerReads(conn.db),
-        EventPublisher(conn.broker, clock),
+        outbox,
         clock,
         max_devices=settings.max_devices_per_pass,
     )

@@ -1,4 +1,4 @@
-"""The issuer service: NATS command handlers, the outbox relay, and a health endpoint."""
+"""The issuer service: NATS command handlers, its outbox relay, and a health endpoint."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,14 +11,14 @@ from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.identity import load_identities
-from services.issuer.outbox import OutboxRelay
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
-from shared.metrics import instrument, outbox_dead_letters, outbox_pending
+from shared.metrics import instrument
 from shared.nats import max_payload
+from shared.outbox import OutboxRelay
 
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -26,7 +26,9 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     conn = open_connections(settings)
     repo = IssuerRepository(conn.mongo, conn.db)
     clock = clock or SystemClock()
-    relay = OutboxRelay(repo, conn.broker, settings.outbox_poll_seconds, clock)
+    relay = OutboxRelay(
+        repo.outbox, conn.broker, poll_seconds=settings.outbox_poll_seconds, clock=clock
+    )
     identities = load_identities(settings)
     google_client = (
         None
@@ -61,17 +63,14 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
-        async with running(conn):
-            relay.start()
+        async with running(conn, relay):
             try:
                 yield
             finally:
-                await relay.stop()
                 if google_client is not None:
                     await google_client.aclose()
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
-    gauges = [outbox_pending(repo.outbox_size), outbox_dead_letters(repo.dead_letter_count)]
-    instrument(app, "issuer", settings, refresh=gauges)
+    instrument(app, "issuer", settings, refresh=repo.outbox.gauges())
     return app

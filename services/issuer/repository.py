@@ -1,4 +1,5 @@
-"""Every MongoDB call of the issuer: templates, passes, pass files, the outbox, processed commands.
+"""Every MongoDB call of the issuer: templates, passes, pass files, processed commands; its
+outbox (`outbox`, `outbox_dead_letters`) is the shared one (shared/outbox.py).
 
 Writes of one command happen in one transaction through `UnitOfWork`, so the record, its
 outbox events and the command's stored result are committed together or not at all.
@@ -19,7 +20,8 @@ from pymongo.errors import DuplicateKeyError
 
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
-from shared.mongo import Database, Document, MongoClient
+from shared.mongo import Database, MongoClient
+from shared.outbox import Outbox, OutboxMessage
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 EXPIRED_LINK_KEPT = timedelta(days=30)
@@ -82,8 +84,7 @@ class IssuerRepository:
         self.template_assets = db["template_assets"]
         # Ids of asset sets known to be stored (they are never deleted): skips the lookup.
         self._stored_assets: BoundedCache[str, bool] = BoundedCache(100_000, lambda _: 1)
-        self.outbox = db["outbox"]
-        self.dead_letters = db["outbox_dead_letters"]
+        self.outbox = Outbox(db, owner="issuer", name="outbox")
         self.processed = db["processed_commands"]
         self.download_links = db["download_links"]
 
@@ -147,40 +148,6 @@ class IssuerRepository:
         doc = await self.pass_files.find_one({"_id": pass_id}, {"last_modified": 1})
         return None if doc is None else doc.get("last_modified")
 
-    async def outbox_batch(self, now: datetime, limit: int = 100) -> list[Document]:
-        """The next events to publish: those not waiting to be retried after a failed publish."""
-        ready = {"$or": [{"retry_at": None}, {"retry_at": {"$lte": now}}]}
-        return [doc async for doc in self.outbox.find(ready).sort("_id", ASCENDING).limit(limit)]
-
-    async def outbox_retry_later(
-        self, event_id: str, attempts: int, retry_at: datetime, error: str
-    ) -> None:
-        """Leave an event whose publish failed out of the next batches until `retry_at`."""
-        await self.outbox.update_one(
-            {"_id": event_id},
-            {"$set": {"attempts": attempts, "retry_at": retry_at, "last_error": error}},
-        )
-
-    async def outbox_set_aside(self, doc: Document, reason: str, at: datetime) -> None:
-        """Move an event that can never be published to `outbox_dead_letters`.
-
-        Copied before it is deleted: a crash in between leaves it in both places (the next
-        drain sets it aside again, and the copy's unique `_id` absorbs that), never in neither.
-        """
-        with contextlib.suppress(DuplicateKeyError):
-            await self.dead_letters.insert_one({**doc, "reason": reason, "set_aside_at": at})
-        await self.outbox.delete_one({"_id": doc["_id"]})
-
-    async def dead_letter_count(self) -> int:
-        return await self.dead_letters.count_documents({})
-
-    async def outbox_size(self) -> int:
-        """Events committed but not yet published."""
-        return await self.outbox.count_documents({})
-
-    async def outbox_done(self, event_ids: list[str]) -> None:
-        await self.outbox.delete_many({"_id": {"$in": event_ids}})
-
 
 class UnitOfWork:
     """The writes of one command, inside one transaction."""
@@ -221,9 +188,8 @@ class UnitOfWork:
     async def insert_download_link(self, record: DownloadLinkRecord) -> None:
         await self._repo.download_links.insert_one(record.to_document(), session=self._session)
 
-    async def add_outbox(self, event_id: str, subject: str, payload: bytes, at: datetime) -> None:
-        document = {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
-        await self._repo.outbox.insert_one(document, session=self._session)
+    async def add_outbox(self, message: OutboxMessage, at: datetime) -> None:
+        await self._repo.outbox.add(message, at, session=self._session)
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
         await self._repo.processed.insert_one(

@@ -140,8 +140,7 @@ class IssuerService:
                 await outcome.apply(uow)
                 now = self._clock.now()
                 for message in outcome.events:
-                    payload = message.model_dump_json().encode()
-                    await uow.add_outbox(message.id, message.subject, payload, now)
+                    await uow.add_outbox(message, now)
                 result = outcome.result.model_dump(mode="json")
                 await uow.record_command(command.command_id, result, now)
         except DuplicateKeyError:

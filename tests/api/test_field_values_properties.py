@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from services.api.bodies import storable_problem
-from services.api.schemas import PassCreate, PassUpdate, TemplateCreate, WebhookCreate
+from services.api.schemas import (
+    PassCreate,
+    PassUpdate,
+    TemplateCreate,
+    WebhookCreate,
+    WebhookUpdate,
+)
 from services.api.variant_a import RESERVED, map_data
 from shared.design import Design
 from shared.errors import InvalidRequest
@@ -67,7 +73,7 @@ def test_storable_problem_never_raises(value: Any) -> None:
 @SETTINGS
 @given(value=JSON_VALUES | st.dictionaries(TEXT, JSON_VALUES, max_size=6))
 def test_body_models_raise_only_request_errors(value: Any) -> None:
-    for model in (PassCreate, PassUpdate, TemplateCreate, WebhookCreate):
+    for model in (PassCreate, PassUpdate, TemplateCreate, WebhookCreate, WebhookUpdate):
         with contextlib.suppress(InvalidRequest, ValidationError):
             model.model_validate(value)
 
@@ -85,3 +91,10 @@ def test_deep_nesting_is_refused_not_crashed(depth: int) -> None:
     body = {"template_id": "tmpl_x", "metadata": _nested(depth)}
     with contextlib.suppress(InvalidRequest, ValidationError):
         PassCreate.model_validate(body)
+
+
+def test_webhook_events_of_any_json_type_are_a_request_error() -> None:
+    """Found by schemathesis: a list in `events` made the membership test raise TypeError."""
+    for model in (WebhookCreate, WebhookUpdate):
+        with contextlib.suppress(InvalidRequest, ValidationError):
+            model.model_validate({"url": "https://x.example", "events": [False, None, [190], {}]})

@@ -15,30 +15,12 @@ from services.webhooks.mapping import webhook_type
 from tests.support.api import list_page, ok
 from tests.support.apple_wallet import PASS_TYPE, event_where, issue_and_download, pushes_to
 from tests.support.emulated_iphone import EmulatedIPhone
-from tests.support.fake_apns import FakeApns, stack_with_fake_apns
-from tests.support.flows import poll
-from tests.support.receiver import Receiver, running_receiver
+from tests.support.fake_apns import FakeApns
+from tests.support.polling import poll
+from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def apple(
-    nats_url: str, mongo_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Stack, FakeApns]]:
-    with stack_with_fake_apns(nats_url, mongo_url, tmp_path_factory.mktemp("apple")) as pair:
-        yield pair
-
-
-@pytest.fixture(scope="module")
-def stack(apple: tuple[Stack, FakeApns]) -> Stack:
-    return apple[0]
-
-
-@pytest.fixture(scope="module")
-def fake_apns(apple: tuple[Stack, FakeApns]) -> FakeApns:
-    return apple[1]
 
 
 @pytest.fixture
@@ -48,12 +30,6 @@ def iphone() -> Iterator[EmulatedIPhone]:
         yield phone
     finally:
         phone.close()
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 def test_an_installed_pass_follows_every_patch(

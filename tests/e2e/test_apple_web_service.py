@@ -19,20 +19,10 @@ import pytest
 
 from tests.support.api import list_page, ok
 from tests.support.apple_wallet import PASS_TYPE, event_where, issue_and_download
-from tests.support.fake_apns import stack_with_fake_apns
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def stack(
-    nats_url: str, mongo_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Stack]:
-    work_dir = tmp_path_factory.mktemp("apple-ws")
-    with stack_with_fake_apns(nats_url, mongo_url, work_dir) as (running, _fake):
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ from collections import Counter
 
 import pytest
 
-from tests.support.flows import all_events, make_template, poll
+from tests.support.api import TEMPLATE_BODY, all_events, create_template
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.e2e
 def test_concurrent_patches_of_one_pass_all_apply(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         pass_id = client.post("/v1/passes", json={"template_id": template["id"]}).json()["id"]
     workers = 10
     barrier = threading.Barrier(workers)

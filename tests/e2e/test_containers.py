@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.flows import all_events, make_template, poll
+from tests.support.api import TEMPLATE_BODY, all_events, create_template
+from tests.support.polling import poll
 from tests.support.servers import container_mongo, container_nats
 from tests.support.stack import new_stack
 
@@ -23,7 +24,7 @@ def test_issue_and_record_on_real_mongo_and_nats(tmp_path: Path) -> None:
             stack.start()
             account = stack.new_account()
             with stack.client(headers=account.headers()) as client:
-                template = make_template(client)
+                template = create_template(client, TEMPLATE_BODY)
                 issued = client.post("/v1/passes", json={"template_id": template["id"]})
                 assert issued.status_code == 200
                 events = poll(lambda: all_events(client), lambda found: len(found) == 1)

@@ -1,4 +1,5 @@
-"""Crashes lose nothing: kill -9 the issuer or the events service in the middle of work."""
+"""Crashes lose nothing: kill -9 the issuer or the events service in the middle of work; and
+Variant A answers its declared 500 while the issuer is down."""
 
 import threading
 from collections import Counter
@@ -6,10 +7,18 @@ from typing import Any
 
 import pytest
 
-from tests.support.flows import all_events, all_passes, make_template, poll
+from tests.support.api import TEMPLATE_BODY, all_events, all_passes, create_template
+from tests.support.polling import poll
 from tests.support.stack import Account, Stack
+from tests.support.variant_a import check, openapi, post_passes
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(own_stack: Stack) -> Stack:
+    """A stack of its own: its tests kill the issuer and the events service."""
+    return own_stack
 
 
 def _issue(stack: Stack, account: Account, template_id: str, key: str) -> tuple[int, Any]:
@@ -34,11 +43,12 @@ def _retry_until_settled(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_kill_9_issuer_while_issuing_loses_and_duplicates_nothing(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
     outcomes: dict[str, tuple[int, Any]] = {}
     lock = threading.Lock()
     enough = threading.Event()
@@ -92,10 +102,11 @@ def test_kill_9_issuer_while_issuing_loses_and_duplicates_nothing(stack: Stack) 
     assert created == Counter(set(succeeded.values()))
 
 
+@pytest.mark.slow
 def test_kill_9_events_service_then_100_passes_are_recorded_once(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         stack.kill("events")
         issued = set()
         for _ in range(100):
@@ -107,3 +118,17 @@ def test_kill_9_events_service_then_100_passes_are_recorded_once(stack: Stack) -
         events = poll(lambda: all_events(client), lambda found: len(found) >= 100, timeout=60)
     assert len(events) == 100
     assert Counter(e["pass_id"] for e in events if e["type"] == "created") == Counter(issued)
+
+
+def test_variant_a_answers_500_while_the_issuer_is_down(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+    stack.kill("issuer")
+    try:
+        response = post_passes(stack, {"templateId": template["id"], "data": {}}, account.test_key)
+    finally:
+        stack.start("issuer")
+    assert response.status_code == 500
+    assert set(response.json()) == {"message"}
+    check(openapi(stack), response)

@@ -9,8 +9,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.support.flows import make_template, poll
+from tests.support.api import TEMPLATE_BODY, create_template
 from tests.support.inproc_api import InProcessApi, ManualClock, running_api
+from tests.support.polling import poll
 from tests.support.stack import Account, Stack
 from tests.support.user_agents import DESKTOP, IPHONE
 
@@ -26,7 +27,7 @@ def api(stack: Stack) -> Iterator[InProcessApi]:
 def _setup(stack: Stack, api: InProcessApi) -> tuple[Account, httpx2.Client, dict[str, Any]]:
     account = stack.new_account()
     client = httpx2.Client(base_url=api.base_url, headers=account.headers(), timeout=30)
-    template = make_template(client)
+    template = create_template(client, TEMPLATE_BODY)
     issued = client.post(
         "/v1/passes", json={"template_id": template["id"], "holder_name": "Ada Lovelace"}
     ).json()

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.api import TEMPLATE_BODY, create_template
 from tests.support.database import dump
-from tests.support.flows import make_template
 from tests.support.stack import Account, Stack
 
 pytestmark = pytest.mark.e2e
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 def _pass(stack: Stack, account: Account) -> dict[str, Any]:
     with stack.client(headers=account.headers()) as client:
         created: dict[str, Any] = client.post(
-            "/v1/passes", json={"template_id": make_template(client)["id"]}
+            "/v1/passes", json={"template_id": create_template(client, TEMPLATE_BODY)["id"]}
         ).json()
     return created
 

@@ -7,7 +7,7 @@ from nats.js.api import ConsumerInfo
 
 from shared.messages import EVENTS_CONSUMER, EVENTS_STREAM
 from shared.nats import create_broker
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from pymongo import MongoClient
 
-from tests.support.flows import all_events, all_passes, make_template, poll
+from tests.support.api import TEMPLATE_BODY, all_events, all_passes, create_template
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.e2e
 def test_replay_returns_the_stored_response_without_a_second_pass(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         body = {"template_id": template["id"], "field_values": {"seat": "B7"}}
         first = client.post("/v1/passes", json=body, headers={"Idempotency-Key": "order-1"})
         again = client.post("/v1/passes", json=body, headers={"Idempotency-Key": "order-1"})
@@ -32,7 +33,7 @@ def test_replay_returns_the_stored_response_without_a_second_pass(stack: Stack) 
 def test_same_key_with_a_different_body_is_a_409(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         key = {"Idempotency-Key": "k-409"}
         ok = client.post("/v1/passes", json={"template_id": template["id"]}, headers=key)
         assert ok.status_code == 200
@@ -54,7 +55,7 @@ def test_keys_are_scoped_to_account_and_mode(stack: Stack) -> None:
     ids = []
     for account in (one, two):
         with stack.client(headers=account.headers()) as client:
-            template = make_template(client)
+            template = create_template(client, TEMPLATE_BODY)
             response = client.post("/v1/passes", json={"template_id": template["id"]}, headers=key)
             assert response.status_code == 200
             assert "Idempotent-Replayed" not in response.headers
@@ -77,7 +78,7 @@ def test_a_4xx_outcome_is_replayed_too(stack: Stack) -> None:
 def test_concurrent_requests_with_one_key_make_exactly_one_pass(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
     body = {"template_id": template["id"], "holder_name": "Ada"}
     workers = 8
     barrier = threading.Barrier(workers)

@@ -19,7 +19,7 @@ import zxingcpp
 from PIL import Image, ImageDraw
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from tests.support.flows import TEMPLATE_BODY, make_template
+from tests.support.api import TEMPLATE_BODY, create_template
 from tests.support.stack import Account, Stack
 from tests.support.user_agents import ANDROID, DESKTOP
 
@@ -93,7 +93,7 @@ def _issue(stack: Stack, account: Account, **body: Any) -> dict[str, Any]:
         ],
     }
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client, design=design)
+        template = create_template(client, TEMPLATE_BODY, design=design)
         response = client.post(
             "/v1/passes",
             json={

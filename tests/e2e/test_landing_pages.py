@@ -13,7 +13,8 @@ import pytest
 from pymongo import MongoClient
 
 from services.api.pages.qr import qr_svg
-from tests.support.flows import make_template, poll
+from tests.support.api import TEMPLATE_BODY, create_template
+from tests.support.polling import poll
 from tests.support.stack import Account, Stack
 from tests.support.user_agents import ANDROID, DESKTOP, GOOGLEBOT, IPHONE, SLACKBOT
 
@@ -34,7 +35,7 @@ class Issued:
 def _issue(stack: Stack, **body: Any) -> Issued:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         response = client.post(
             "/v1/passes",
             json={"template_id": template["id"], "field_values": {"seat": "C3"}, **body},

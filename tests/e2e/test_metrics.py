@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from tests.support.api import create_pass, create_template, ok
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 from tests.support.webhooks import create_webhook, settled
@@ -19,6 +19,13 @@ from tests.support.webhooks import create_webhook, settled
 pytestmark = pytest.mark.e2e
 # An id or a token of any kind (shared/ids.py), as opposed to a template's "{pass_id}".
 ANY_ID = re.compile(r"\b(acct|key|pass|tmpl|whk|whd|pdl|req|cmd)_[A-Za-z0-9]{6,}")
+
+
+@pytest.fixture(scope="module")
+def stack(own_stack: Stack) -> Stack:
+    """A stack of its own: its tests count process-wide metrics exactly (one more pass issued,
+    one more delivery), which another module's traffic would change."""
+    return own_stack
 
 
 def _samples(stack: Stack, service: str) -> list[Sample]:

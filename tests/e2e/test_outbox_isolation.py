@@ -11,13 +11,20 @@ from typing import Any
 import httpx2
 import pytest
 
+from tests.support.api import TEMPLATE_BODY
 from tests.support.database import stack_db
-from tests.support.flows import TEMPLATE_BODY, poll
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
 TENANTS = 20
 PASSES_EACH = 5
+
+
+@pytest.fixture(scope="module")
+def stack(own_stack: Stack) -> Stack:
+    """A stack of its own: it poisons the issuer's outbox and counts every dead letter."""
+    return own_stack
 
 
 def _poison(stack: Stack) -> str:
@@ -60,11 +67,12 @@ def _dead_letters(stack: Stack) -> list[dict[str, Any]]:
 
 
 def _gauge(stack: Stack, name: str) -> float:
+    """The issuer's outbox's value of `name` (every outbox gauge is labelled by its owner)."""
     values = []
     for member in stack.members("issuer"):
         url = f"http://{stack.host}:{member.port(stack.api_port)}/metrics"
         for line in httpx2.get(url, timeout=10.0).text.splitlines():
-            if line.startswith(f"{name} "):
+            if line.startswith(f'{name}{{owner="issuer"}} '):
                 values.append(float(line.split()[1]))
     return max(values)
 

@@ -26,7 +26,7 @@ from tests.support.api import (
     page_forward,
     wait_for_events,
 )
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -549,11 +549,11 @@ def test_events_list_across_passes(ctx: Ctx) -> None:
         (first["id"], "created"),
     ]
 
-    def all_recorded() -> list[dict[str, Any]] | None:
+    def recorded() -> list[dict[str, Any]]:
         data: list[dict[str, Any]] = list_page(ctx.client, "/v1/events")["data"]
-        return data if len(data) == len(expected) else None
+        return data
 
-    events = wait_for(all_recorded, message="four events")
+    events = poll(recorded, lambda data: len(data) == len(expected), message="four events")
     # Newest first across passes, in the order the operations happened.
     assert [(e["pass_id"], e["type"]) for e in events] == expected
     event_ids = [event["id"] for event in events]
@@ -577,11 +577,12 @@ def test_events_limit_default_100_max_200(ctx: Ctx) -> None:
     for i in range(100):
         ok(ctx.client.patch(f"/v1/passes/{pass_['id']}", json={"field_values": {"seat": str(i)}}))
 
-    def all_recorded() -> dict[str, Any] | None:
-        page = list_page(ctx.client, "/v1/events", limit=200)
-        return page if len(page["data"]) == 101 else None
-
-    full = wait_for(all_recorded, timeout=30, message="101 events")
+    full = poll(
+        lambda: list_page(ctx.client, "/v1/events", limit=200),
+        lambda page: len(page["data"]) == 101,
+        timeout=30,
+        message="101 events",
+    )
     assert full["has_more"] is False
     every = ids(full)
     assert every == sorted(every, reverse=True)

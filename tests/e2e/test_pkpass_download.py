@@ -27,7 +27,7 @@ from tests.issuer.pkpass_samples import (
     png,
     png_with,
 )
-from tests.support.flows import TEMPLATE_BODY, make_template
+from tests.support.api import TEMPLATE_BODY, create_template
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,7 @@ def _verify(folder: Path, root_ca: Path) -> subprocess.CompletedProcess[bytes]:
 def test_downloaded_pkpass_is_signed_and_tamper_evident(stack: Stack, tmp_path: Path) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         issued = client.post(
             "/v1/passes", json={"template_id": template["id"], "field_values": {"seat": "C3"}}
         ).json()
@@ -92,7 +92,9 @@ def test_downloaded_pkpass_is_signed_and_tamper_evident(stack: Stack, tmp_path: 
 def test_download_is_cached_per_pass_version(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:
-        issued = client.post("/v1/passes", json={"template_id": make_template(client)["id"]})
+        issued = client.post(
+            "/v1/passes", json={"template_id": create_template(client, TEMPLATE_BODY)["id"]}
+        )
         url = issued.json()["download_url"]
         first = client.get(url)
         etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
@@ -133,7 +135,7 @@ def test_passes_of_one_template_store_its_images_once(stack: Stack, tmp_path: Pa
         "strip": b64(_texty(noisy_png(375, 144, seed=2))),
     }
     with stack.client(headers=stack.new_account().headers()) as client:
-        template = make_template(client, **_with_images(images))
+        template = create_template(client, TEMPLATE_BODY, **_with_images(images))
         issued = [
             client.post("/v1/passes", json={"template_id": template["id"]}).json() for _ in range(2)
         ]
@@ -166,7 +168,7 @@ def test_the_public_logo_is_cleaned_sent_with_nosniff_and_gone_once_archived(
 ) -> None:
     with stack.client(headers=stack.new_account().headers()) as client:
         logo = _texty(png(160, 50))
-        template = make_template(client, **_with_images({"logo": b64(logo)}))
+        template = create_template(client, TEMPLATE_BODY, **_with_images({"logo": b64(logo)}))
         url = f"/t/{template['id']}/logo.png"
         served = client.get(url)
         assert client.delete(f"/v1/templates/{template['id']}").status_code == 200
@@ -187,8 +189,8 @@ def test_a_template_stored_before_cleaning_issues_clean_passes(stack: Stack) -> 
     raw_icon = _texty(png(29, 29))
     raw_logo = _texty(png(160, 50))
     with stack.client(headers=stack.new_account().headers()) as client:
-        template = make_template(client)
-        broken = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
+        broken = create_template(client, TEMPLATE_BODY)
         mongo, db = _db(stack)
         with mongo:
             raw = {"icon": b64(raw_icon), "logo": b64(raw_logo)}

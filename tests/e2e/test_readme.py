@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.inproc_api import ManualClock, running_api
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -46,7 +46,7 @@ def test_readme_walkthrough_runs_verbatim(stack: Stack, tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        wait_for(lambda: asked.exists() or process.poll() is not None, timeout=60)
+        poll(lambda: asked.exists() or process.poll() is not None, timeout=60)
         # Opening the FIFO would block forever if the script had already failed.
         assert process.poll() is None, process.communicate()[1]
         api.clock.advance(61)

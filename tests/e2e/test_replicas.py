@@ -14,8 +14,8 @@ import httpx2
 import pytest
 
 from tessera.processes import SERVICES
-from tests.support.api import create_template
-from tests.support.flows import all_events, poll
+from tests.support.api import all_events, create_template
+from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Account, Stack, new_stack, serving
 from tests.support.webhooks import body_of, create_webhook, settled

@@ -30,7 +30,7 @@ from schemathesis.core.result import Ok
 from schemathesis.schemas import APIOperation, BaseSchema
 
 from services.api.app import create_app
-from tests.support.flows import make_template
+from tests.support.api import TEMPLATE_BODY, create_template
 from tests.support.stack import Account, Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -74,7 +74,7 @@ def account(stack: Stack) -> Account:
 def known_ids(stack: Stack, account: Account) -> dict[str, str]:
     """Real resources, so that generated requests also reach past the 404 of a random id."""
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         issued = client.post(
             "/v1/passes",
             json={"template_id": template["id"], "field_values": {"seat": "A1"}},

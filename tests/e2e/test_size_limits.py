@@ -18,9 +18,9 @@ from shared.pass_limits import (
     MAX_METADATA_KEY_CHARS,
     MAX_METADATA_KEYS,
 )
-from tests.support.api import assert_error
+from tests.support.api import TEMPLATE_BODY, assert_error
 from tests.support.database import stack_db
-from tests.support.flows import TEMPLATE_BODY, poll
+from tests.support.polling import poll
 from tests.support.stack import Account, Stack
 
 pytestmark = pytest.mark.e2e

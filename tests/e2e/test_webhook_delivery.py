@@ -16,7 +16,7 @@ from shared.ids import new_id
 from shared.messages import PassEventMessage
 from shared.models import Mode, PassSnapshot
 from tests.support.api import create_pass, create_template, ok, wait_for_events
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 from tests.support.webhooks import (

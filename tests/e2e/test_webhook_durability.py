@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.api import create_pass, create_template
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack, new_stack, serving
 from tests.support.webhooks import body_of, create_webhook, deliveries, settled

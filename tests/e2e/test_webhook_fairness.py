@@ -19,7 +19,7 @@ from pymongo import MongoClient
 from pymongo.synchronous.collection import Collection
 
 from tests.support.api import create_pass, create_template
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 from tests.support.receiver import running_receiver
 from tests.support.stack import Stack, new_stack, serving
 from tests.support.webhooks import create_webhook
@@ -78,7 +78,7 @@ def test_a_slow_account_never_delays_another_accounts_delivery(stack: Stack) -> 
 
         # Every delivery of A exists and both replicas hold A's whole share, each attempt
         # waiting on the slow endpoint.
-        wait_for(saturated, timeout=30, message="both replicas holding the busy account's share")
+        poll(saturated, timeout=30, message="both replicas holding the busy account's share")
 
         fresh = stack.new_account()
         with stack.client(headers=fresh.headers()) as client:
@@ -86,7 +86,7 @@ def test_a_slow_account_never_delays_another_accounts_delivery(stack: Stack) -> 
             template = create_template(client)
             started = time.monotonic()
             create_pass(client, template["id"])
-            wait_for(lambda: receiver.requests("/fast"), timeout=15, message="B's delivery")
+            poll(lambda: receiver.requests("/fast"), timeout=15, message="B's delivery")
             elapsed = time.monotonic() - started
         assert elapsed < BOUND_SECONDS, f"B's delivery took {elapsed:.2f} s"
         # Still A's share only: the slow endpoint never got more than two replicas' shares.

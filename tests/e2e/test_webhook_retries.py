@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from tests.support.api import create_pass, create_template, ok
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack, new_stack, serving
 from tests.support.webhooks import body_of, create_webhook, deliveries, settled, verify

@@ -1,14 +1,16 @@
-"""A verified Google callback becomes one pass event, exactly once, even across failures."""
+"""A verified Google callback becomes one pass event, exactly once, even across failures: the
+nonce and the event (in the events service's outbox) are committed together or not at all."""
 
 import json
 import secrets
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
-from faststream.nats import NatsBroker
 
+from services.events.events_out import events_outbox
 from services.events.google_events import GoogleCallbacks, handle_callback
 from services.events.google_verify import load_root_keys
 from services.events.repository import GoogleNonces
@@ -17,7 +19,7 @@ from shared.clock import SystemClock
 from shared.errors import ApiError
 from shared.google_ids import object_id
 from shared.ids import new_id
-from shared.messages import pass_event_adapter
+from shared.messages import PassEventMessage, pass_event_adapter
 from shared.mongo import Database, create_client
 from tests.support.google_signer import GoogleSigner
 from tests.support.records import pass_record
@@ -26,17 +28,25 @@ ISSUER = "3388000000022222222"
 
 
 @dataclass
-class FakeBroker:
-    """Records what would be published; `fail` makes the next publish raise."""
+class Outboxed:
+    """What the callbacks committed to the events service's outbox, for its relay to publish."""
 
-    published: list[tuple[bytes, str, dict[str, str]]] = field(default_factory=list)
-    fail: bool = False
+    db: Database
 
-    async def publish(self, body: bytes, subject: str, **kwargs: Any) -> None:
-        if self.fail:
-            self.fail = False
-            raise ConnectionError("NATS is down")
-        self.published.append((body, subject, kwargs["headers"]))
+    async def events(self) -> list[tuple[str, PassEventMessage]]:
+        """(subject, event) of each document, in `_id` order."""
+        documents = await self.db["events_outbox"].find().sort("_id").to_list()
+        return [
+            (doc["subject"], pass_event_adapter.validate_json(doc["payload"])) for doc in documents
+        ]
+
+
+class StoppedClock:
+    def __init__(self) -> None:
+        self.moment = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.moment
 
 
 @pytest.fixture
@@ -55,13 +65,14 @@ def signer() -> GoogleSigner:
     return GoogleSigner()
 
 
-def _callbacks(db: Database, signer: GoogleSigner | None, broker: FakeBroker) -> GoogleCallbacks:
+def _callbacks(
+    db: Database, signer: GoogleSigner | None, clock: StoppedClock | None = None
+) -> GoogleCallbacks:
     roots = None if signer is None else load_root_keys(_json(signer.root_keys()))
     return GoogleCallbacks(
-        nonces=GoogleNonces(db),
+        nonces=GoogleNonces(db, events_outbox(db)),
         passes=IssuerReads(db),
-        broker=cast(NatsBroker, broker),
-        clock=SystemClock(),
+        clock=clock or SystemClock(),
         issuer_id=ISSUER,
         root_keys=roots,
     )
@@ -86,67 +97,75 @@ async def _refused(callbacks: GoogleCallbacks, body: bytes) -> ApiError:
 async def test_save_and_del_become_installed_and_removed(
     db: Database, signer: GoogleSigner
 ) -> None:
-    broker = FakeBroker()
-    callbacks = _callbacks(db, signer, broker)
+    callbacks = _callbacks(db, signer)
     await callbacks.nonces.ensure_indexes()
     pass_id = await _stored_pass(db)
+    returned = []
     for event_type in ("save", "del"):
         body = signer.body(
             recipient_id=ISSUER, object_id=object_id(ISSUER, pass_id), event_type=event_type
         )
-        await handle_callback(callbacks, body)
-    events = [pass_event_adapter.validate_json(body) for body, _, _ in broker.published]
+        returned.append(await handle_callback(callbacks, body))
+    committed = await Outboxed(db).events()
+    events = [event for _, event in committed]
     assert [e.event_type for e in events] == ["installed", "removed"]
     assert all(e.pass_id == pass_id and e.metadata == {"wallet": "google"} for e in events)
-    assert [subject for _, subject, _ in broker.published] == [
+    assert [subject for subject, _ in committed] == [
         "tessera.events.pass.installed",
         "tessera.events.pass.removed",
     ]
-    assert [h["Nats-Msg-Id"] for _, _, h in broker.published] == [e.id for e in events]
+    assert events == returned
 
 
 async def test_a_replayed_nonce_is_refused_with_409(db: Database, signer: GoogleSigner) -> None:
-    broker = FakeBroker()
-    callbacks = _callbacks(db, signer, broker)
+    callbacks = _callbacks(db, signer)
     pass_id = await _stored_pass(db)
     body = signer.body(recipient_id=ISSUER, object_id=object_id(ISSUER, pass_id))
     await handle_callback(callbacks, body)
     error = await _refused(callbacks, body)
     assert (error.status, error.code) == (409, "google_callback_replayed")
-    assert len(broker.published) == 1
+    assert len(await Outboxed(db).events()) == 1
 
 
-async def test_a_failed_publish_is_retried_as_the_same_event(
+async def test_a_failed_write_stores_neither_nonce_nor_event_and_the_retry_records_once(
     db: Database, signer: GoogleSigner
 ) -> None:
-    broker = FakeBroker(fail=True)
-    callbacks = _callbacks(db, signer, broker)
+    """The event's write fails (a unique index the test adds refuses it): the nonce is not
+    stored either, the answer is 503 (Google retries a 5xx), and the retry records the
+    callback once; a replay after it is refused."""
+    clock = StoppedClock()
+    callbacks = _callbacks(db, signer, clock)
     pass_id = await _stored_pass(db)
     body = signer.body(recipient_id=ISSUER, object_id=object_id(ISSUER, pass_id))
+    outbox = db["events_outbox"]
+    index = await outbox.create_index("created_at", unique=True)
+    await outbox.insert_one({"_id": "blocker", "created_at": clock.moment})
     error = await _refused(callbacks, body)
-    assert error.status == 503  # Google retries a 5xx
+    assert error.status == 503
+    assert await db["google_callback_nonces"].count_documents({}) == 0
+    await outbox.delete_one({"_id": "blocker"})
+    await outbox.drop_index(index)
     retried = await handle_callback(callbacks, body)
-    assert [h["Nats-Msg-Id"] for _, _, h in broker.published] == [retried.id]
+    assert [event for _, event in await Outboxed(db).events()] == [retried]
     assert (await _refused(callbacks, body)).status == 409
+    assert len(await Outboxed(db).events()) == 1
 
 
 async def test_an_object_without_a_pass_is_404(db: Database, signer: GoogleSigner) -> None:
-    broker = FakeBroker()
-    callbacks = _callbacks(db, signer, broker)
+    callbacks = _callbacks(db, signer)
     for resource in (object_id(ISSUER, new_id("pass")), f"{ISSUER}.tmpl_notapass"):
         error = await _refused(callbacks, signer.body(recipient_id=ISSUER, object_id=resource))
         assert error.status == 404
-    assert broker.published == []
+    assert await Outboxed(db).events() == []
 
 
 async def test_without_root_keys_every_callback_is_503(db: Database, signer: GoogleSigner) -> None:
-    broker = FakeBroker()
-    callbacks = _callbacks(db, None, broker)
+    callbacks = _callbacks(db, None)
     pass_id = await _stored_pass(db)
     body = signer.body(recipient_id=ISSUER, object_id=object_id(ISSUER, pass_id))
     error = await _refused(callbacks, body)
     assert (error.status, error.code) == (503, "google_callbacks_not_configured")
-    assert broker.published == []
+    assert await Outboxed(db).events() == []
 
 
 @pytest.mark.parametrize(
@@ -158,10 +177,9 @@ async def test_json_no_service_could_store_is_a_400(
     db: Database, signer: GoogleSigner, body: bytes
 ) -> None:
     """Issue 10 F07: these were 500s, which Google retries."""
-    broker = FakeBroker()
-    error = await _refused(_callbacks(db, signer, broker), body)
+    error = await _refused(_callbacks(db, signer), body)
     assert (error.status, error.code) == (400, "google_callback_malformed")
-    assert broker.published == []
+    assert await Outboxed(db).events() == []
     assert await db["google_callback_nonces"].count_documents({}) == 0
 
 
@@ -178,12 +196,11 @@ async def test_json_no_service_could_store_is_a_400(
 async def test_refusals_map_to_statuses(
     db: Database, signer: GoogleSigner, overrides: dict[str, Any], status: int, code: str
 ) -> None:
-    broker = FakeBroker()
-    callbacks = _callbacks(db, signer, broker)
+    callbacks = _callbacks(db, signer)
     pass_id = await _stored_pass(db)
     arguments = {"recipient_id": ISSUER, "object_id": object_id(ISSUER, pass_id)} | overrides
     error = await _refused(callbacks, signer.body(**arguments))
     assert (error.status, error.code) == (status, code)
     assert error.envelope()["error"]["message"]
-    assert broker.published == []
+    assert await Outboxed(db).events() == []
     assert await db["google_callback_nonces"].count_documents({}) == 0

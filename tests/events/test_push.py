@@ -18,7 +18,7 @@ from faststream.nats import NatsBroker
 from prometheus_client import REGISTRY
 
 from services.events.apns import ApnsClient, tls_context
-from services.events.events_out import EventPublisher
+from services.events.events_out import events_outbox
 from services.events.handlers import register_live_updates
 from services.events.push import LiveUpdates, PushReport
 from services.events.registrations import AppleWebService
@@ -37,6 +37,8 @@ from shared.messages import (
 from shared.models import PassRecord
 from shared.mongo import Database, create_client
 from shared.nats import create_broker, ensure_streams, subscribe_to_events
+from shared.outbox import Outbox, OutboxRelay
+from shared.pass_events import pass_event
 from tests.support.fake_apns import FakeApns, running_fake_apns
 from tests.support.records import pass_record
 
@@ -50,14 +52,16 @@ class Setup:
     registrations: Registrations
     live: LiveUpdates
     fake: FakeApns
+    outbox: Outbox
 
     async def add_pass(self) -> PassRecord:
         record = pass_record(_id=new_id("pass"), serial_number=secrets.token_hex(8))
         await self.db["passes"].insert_one(record.to_document())
         return record
 
-    async def register(self, pass_id: str, push_token: str) -> None:
+    async def register(self, record: PassRecord, push_token: str) -> None:
         an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+        pass_id = record.id
         registered = await self.registrations.register(
             {
                 "_id": secrets.token_hex(8),
@@ -72,6 +76,7 @@ class Setup:
                 "updated_at": an_hour_ago,
             },
             max_per_pass=100,
+            installed=pass_event(record, "installed", {}, an_hour_ago),
         )
         assert registered == "created"
 
@@ -84,16 +89,17 @@ async def setup(mongo_url: str, nats_url: str, tmp_path: Path) -> AsyncIterator[
     broker = create_broker(nats_url)
     await broker.connect()
     await ensure_streams(broker)
-    registrations = Registrations(db)
+    outbox = events_outbox(db)
+    registrations = Registrations(db, outbox)
     await registrations.ensure_indexes()
     clock = SystemClock()
-    wallet = AppleWebService(registrations, IssuerReads(db), EventPublisher(broker, clock), clock)
+    wallet = AppleWebService(registrations, IssuerReads(db), outbox, clock)
     with running_fake_apns(tmp_path / "signing" / "root-ca.pem", tmp_path) as fake:
         tls = tls_context(identity, fake.server_ca_path)
         apns = ApnsClient(fake.url, PASS_TYPE, tls, None, timeout_seconds=5)
         live = LiveUpdates(registrations, wallet, apns, broker)
         try:
-            yield Setup(db, broker, registrations, live, fake)
+            yield Setup(db, broker, registrations, live, fake, outbox)
         finally:
             await apns.aclose()
             await broker.stop()
@@ -105,8 +111,8 @@ async def test_every_registered_device_is_pushed_and_each_answer_counted(setup: 
     record = await setup.add_pass()
     fine, gone, broken = "a" * 64, "b" * 64, "c" * 64
     for token in (fine, gone, broken):
-        await setup.register(record.id, token)
-    await setup.register(new_id("pass"), "d" * 64)  # another pass's device is not pushed
+        await setup.register(record, token)
+    await setup.register(await setup.add_pass(), "d" * 64)  # another pass's device is not pushed
     setup.fake.answer(gone, 410, "Unregistered")
     setup.fake.answer(broken, 500, "InternalServerError")
     before = _pushes_by_result()
@@ -130,7 +136,7 @@ async def test_tokens_apns_calls_invalid_are_dropped_like_dead_ones(setup: Setup
     record = await setup.add_pass()
     made_up, foreign, throttled, dead = "1" * 64, "2" * 64, "3" * 64, "4" * 64
     for token in (made_up, foreign, throttled, dead):
-        await setup.register(record.id, token)
+        await setup.register(record, token)
     setup.fake.answer(made_up, 400, "BadDeviceToken")
     setup.fake.answer(foreign, 400, "DeviceTokenNotForTopic")
     setup.fake.answer(throttled, 400, "BadPriority")
@@ -142,6 +148,7 @@ async def test_tokens_apns_calls_invalid_are_dropped_like_dead_ones(setup: Setup
     assert after["unregistered"] - before["unregistered"] == 3
     assert after["rejected"] - before["rejected"] == 1
     assert await setup.registrations.push_tokens(record.id) == [throttled]
+    await OutboxRelay(setup.outbox, setup.broker).drain()  # the events service's relay
     reasons = [
         event.metadata["reason"]
         for event in await _published(setup.broker)
@@ -152,7 +159,7 @@ async def test_tokens_apns_calls_invalid_are_dropped_like_dead_ones(setup: Setup
 
 async def test_the_event_is_published_with_the_counts_after_the_push(setup: Setup) -> None:
     record = await setup.add_pass()
-    await setup.register(record.id, "f" * 64)
+    await setup.register(record, "f" * 64)
     update = _live_update(record)
     published = await setup.live.deliver(update)
     assert published.id == update.event.id
@@ -174,7 +181,7 @@ async def test_a_live_update_waits_for_the_events_service(
     """Published while no events service runs, it stays in the work queue; once one starts,
     the devices are pushed and the event is recorded, once."""
     record = await setup.add_pass()
-    await setup.register(record.id, "e" * 64)
+    await setup.register(record, "e" * 64)
     update = _live_update(record)
     await _publish(setup.broker, update)
     await _publish(setup.broker, update)  # the outbox relay sending it again after a crash
@@ -193,7 +200,7 @@ async def test_a_live_update_delivered_again_records_its_event_once(
     crash would): JetStream delivers it again, the device is pushed again, and the event is on
     the stream once, with the same id."""
     record = await setup.add_pass()
-    await setup.register(record.id, "9" * 64)
+    await setup.register(record, "9" * 64)
     update = _live_update(record)
     events_before = await _messages(setup.broker, EVENTS_STREAM)
     failures = [RuntimeError("crashed before the ack")]

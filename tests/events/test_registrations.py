@@ -1,29 +1,33 @@
-"""The Apple web service's logic on a real MongoDB and NATS: who is authenticated, push tokens
-that follow the device, undoing a registration whose event cannot be published, dropping dead
-tokens, bodies no service could store, the cap on devices per pass (exact under concurrency)
-and the rate limits."""
+"""The Apple web service's logic on a real MongoDB: who is authenticated, push tokens that
+follow the device, a registration and its event committed together (in the events service's
+outbox) or not at all, dropping dead tokens, bodies no service could store, the cap on devices
+per pass (exact under concurrency) and the rate limits."""
 
 import asyncio
 import json
 import logging
 import secrets
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
+from pymongo.errors import DuplicateKeyError
 
-from services.events.events_out import EventPublisher
+from services.events.events_out import events_outbox
 from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
 from services.events.repository import Registrations, WalletRateWindows
 from services.issuer.reads import IssuerReads
 from shared.clock import SystemClock
-from shared.messages import PassEventMessage, PassEventType
+from shared.messages import PassEventMessage, pass_event_adapter
 from shared.models import PassRecord
 from shared.mongo import Database, create_client
-from shared.nats import create_broker, ensure_events_stream
+from shared.outbox import Outbox
+from shared.pass_events import pass_event
 from tests.support.records import pass_record
 
 PASS_TYPE = "pass.dev.tessera"
@@ -31,26 +35,12 @@ TOKEN = "t" * 32
 CAP = 4
 
 
-class CountingPublisher(EventPublisher):
-    """Publishes to the real stream, and remembers what it published."""
-
-    published: list[PassEventMessage]
-
-    async def publish(
-        self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any]
-    ) -> PassEventMessage:
-        event = await super().publish(record, event_type, metadata)
-        self.published.append(event)
-        return event
-
-
 @dataclass
 class World:
     db: Database
     wallet: AppleWebService
     registrations: Registrations
-    nats_url: str
-    publisher: CountingPublisher
+    outbox: Outbox
 
     async def add_pass(self, **overrides: object) -> PassRecord:
         suffix = secrets.token_hex(4)
@@ -80,30 +70,30 @@ class World:
             device, PASS_TYPE, record.serial_number, f"ApplePass {TOKEN}", body
         )
 
+    async def events(self) -> list[PassEventMessage]:
+        """What the events service committed to its outbox, for its relay to publish."""
+        documents = await self.outbox.documents.find().sort("_id").to_list()
+        return [pass_event_adapter.validate_json(doc["payload"]) for doc in documents]
+
     async def installed(self, record: PassRecord) -> int:
         return sum(
             event.pass_id == record.id and event.event_type == "installed"
-            for event in self.publisher.published
+            for event in await self.events()
         )
 
 
 @pytest.fixture
-async def world(mongo_url: str, nats_url: str) -> AsyncIterator[World]:
+async def world(mongo_url: str) -> AsyncIterator[World]:
     client = create_client(mongo_url)
     db = client[f"t_{secrets.token_hex(6)}"]
-    broker = create_broker(nats_url)
-    await broker.connect()
-    await ensure_events_stream(broker)
-    registrations = Registrations(db)
+    outbox = events_outbox(db)
+    registrations = Registrations(db, outbox)
     await registrations.ensure_indexes()
     clock = SystemClock()
-    publisher = CountingPublisher(broker, clock)
-    publisher.published = []
-    wallet = AppleWebService(registrations, IssuerReads(db), publisher, clock, max_devices=CAP)
+    wallet = AppleWebService(registrations, IssuerReads(db), outbox, clock, max_devices=CAP)
     try:
-        yield World(db, wallet, registrations, nats_url, publisher)
+        yield World(db, wallet, registrations, outbox)
     finally:
-        await broker.stop()
         await client.drop_database(db.name)
         await client.close()
 
@@ -135,24 +125,49 @@ async def test_a_device_has_one_push_token_per_pass_type(world: World) -> None:
     assert await reads.push_tokens(second.id) == ["b" * 64]
 
 
-async def test_a_registration_whose_event_cannot_be_published_is_undone(world: World) -> None:
+async def test_a_registration_and_its_event_commit_together_or_not_at_all(world: World) -> None:
+    """No undo and no window: the registration and its event are one transaction. Here the
+    event's write fails (a unique index the test adds refuses it), and the registration is
+    not stored either; an unregistration whose event fails keeps the registration."""
     record = await world.add_pass()
-    unreachable = create_broker("nats://127.0.0.1:9")  # never connected: every publish fails
-    clock = SystemClock()
-    failing = AppleWebService(
-        world.registrations, IssuerReads(world.db), EventPublisher(unreachable, clock), clock
-    )
+    clock = StoppedClock()
+    wallet = AppleWebService(world.registrations, IssuerReads(world.db), world.outbox, clock)
     device, body = secrets.token_hex(16), json.dumps({"pushToken": "c" * 64}).encode()
     header = f"ApplePass {TOKEN}"
-    assert await failing.register(device, PASS_TYPE, record.serial_number, header, body) == 503
+    unregister = partial(wallet.unregister, device, PASS_TYPE, record.serial_number, header)
+    async with _refused_at(world, clock.moment):
+        with pytest.raises(DuplicateKeyError):
+            await wallet.register(device, PASS_TYPE, record.serial_number, header, body)
     assert await world.registrations.push_tokens(record.id) == []
+    assert await world.events() == []
     # The device retries, and now the registration and its event both happen.
-    assert await world.register(record, device, "c" * 64) == 201
-    assert await world.wallet.unregister(device, PASS_TYPE, record.serial_number, header) == 200
-    assert await failing.register(device, PASS_TYPE, record.serial_number, header, body) == 503
-    assert await world.register(record, device, "c" * 64) == 201
-    assert await failing.unregister(device, PASS_TYPE, record.serial_number, header) == 503
+    assert await wallet.register(device, PASS_TYPE, record.serial_number, header, body) == 201
+    (installed,) = await world.events()
+    assert (installed.event_type, installed.pass_id) == ("installed", record.id)
+    clock.moment += timedelta(seconds=1)
+    async with _refused_at(world, clock.moment):
+        with pytest.raises(DuplicateKeyError):
+            await unregister()
     assert await world.registrations.push_tokens(record.id) == ["c" * 64]
+    assert await unregister() == 200
+    assert await world.registrations.push_tokens(record.id) == []
+    assert [event.event_type for event in await world.events()] == ["installed", "removed"]
+    assert await unregister() == 200  # not registered any more: no second event
+    assert len(await world.events()) == 2
+
+
+@asynccontextmanager
+async def _refused_at(world: World, moment: datetime) -> AsyncIterator[None]:
+    """While open, the events outbox refuses a document created at `moment`: a unique index
+    on `created_at` and a document holding that value (BSON dates count milliseconds)."""
+    documents = world.outbox.documents
+    index = await documents.create_index("created_at", unique=True)
+    await documents.insert_one({"_id": "blocker", "created_at": moment})
+    try:
+        yield
+    finally:
+        await documents.delete_one({"_id": "blocker"})
+        await documents.drop_index(index)
 
 
 async def test_a_dead_token_is_dropped_unless_the_device_registered_again_since(
@@ -167,7 +182,7 @@ async def test_a_dead_token_is_dropped_unless_the_device_registered_again_since(
     assert await drop("pass.other", "d" * 64, None, "push_token_inactive") == 0
     assert await drop(PASS_TYPE, "d" * 64, None, "push_token_invalid") == 1
     assert await world.registrations.push_tokens(record.id) == []
-    (removed,) = [event for event in world.publisher.published if event.event_type == "removed"]
+    (removed,) = [event for event in await world.events() if event.event_type == "removed"]
     assert removed.metadata["reason"] == "push_token_invalid"
 
 
@@ -216,7 +231,10 @@ async def test_a_pass_takes_at_most_its_cap_of_devices(world: World) -> None:
     # One more is refused and records nothing; a registered device still renews.
     assert await world.register(record, devices[CAP], "e" * 64) == 403
     assert await world.register(record, devices[0], "f" * 64) == 200
-    assert await world.registrations.register(_document(record, devices[CAP]), CAP) == "full"
+    registrations = world.registrations
+    assert (
+        await registrations.register(_document(record, devices[CAP]), CAP, _event(record)) == "full"
+    )
     assert await world.installed(record) == CAP
     assert len(await world.registrations.push_tokens(record.id)) == CAP
     assert "e" * 64 not in await world.registrations.push_tokens(record.id)
@@ -257,7 +275,11 @@ async def test_registrations_past_a_lowered_cap_count_against_it(world: World) -
     assert statuses.count(201) == CAP - 3
     assert await world.db["registrations"].count_documents({"pass_id": record.id}) == CAP
     # The older ones still renew.
-    assert await world.registrations.register(higher[0], CAP) == "renewed"
+    assert await world.registrations.register(higher[0], CAP, _event(record)) == "renewed"
+
+
+def _event(record: PassRecord) -> PassEventMessage:
+    return pass_event(record, "installed", {}, datetime.now(UTC))
 
 
 def _document(record: PassRecord, device: str) -> dict[str, Any]:

@@ -29,9 +29,9 @@ from pymongo.synchronous.database import Database
 
 from services.webhooks.mapping import webhook_type
 from tessera.processes import PORT_OFFSETS, SERVICES
+from tests.support.api import TEMPLATE_BODY, all_events, all_passes, create_template
 from tests.support.faults import RETRYABLE_500_CODES, Load, Server, log_problems
-from tests.support.flows import all_events, all_passes, make_template
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 from tests.support.webhooks import body_of, create_webhook
@@ -153,17 +153,25 @@ def _inject_all(stack: Stack, nats: Server, store: Server, load: Load) -> list[s
     """Each fault in turn, once the load is going; after each, wait until every service is
     ready again and a pass is issued. Returns a line per fault for the report."""
     timings: list[str] = []
-    wait_for(lambda: len(load.settled("create", "ok")) >= WARM_UP_PASSES, 60, "the first passes")
+    poll(
+        lambda: len(load.settled("create", "ok")) >= WARM_UP_PASSES,
+        timeout=60,
+        message="the first passes",
+    )
     for fault in _faults(stack, nats, store):
         start = time.monotonic()
         fault.inject()
         back = time.monotonic()
-        wait_for(lambda: _all_ready(stack), RECOVERY_TIMEOUT, f"readiness after {fault.name}")
+        poll(
+            lambda: _all_ready(stack),
+            timeout=RECOVERY_TIMEOUT,
+            message=f"readiness after {fault.name}",
+        )
 
         def issued(since: float = back) -> bool:
             return len(load.settled("create", "ok", after=since)) >= PASSES_BETWEEN_FAULTS
 
-        wait_for(issued, RECOVERY_TIMEOUT, f"passes issued after {fault.name}")
+        poll(issued, timeout=RECOVERY_TIMEOUT, message=f"passes issued after {fault.name}")
         recovered = min(op.finished_at for op in load.settled("create", "ok", after=back))
         timings.append(
             f"  {fault.name}: back in {back - start:.1f}s, "
@@ -173,14 +181,15 @@ def _inject_all(stack: Stack, nats: Server, store: Server, load: Load) -> list[s
 
 
 def _wait_quiet(settled: Callable[[], tuple[Settled, list[str]]]) -> Settled:
-    deadline = time.monotonic() + QUIET_TIMEOUT
-    while True:
-        state, unsettled = settled()
-        if not unsettled:
-            return state
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not settled after {QUIET_TIMEOUT}s: {unsettled}")
-        time.sleep(0.2)
+    last: dict[str, Settled] = {}
+
+    def unsettled() -> list[str]:
+        last["state"], waiting_for = settled()
+        return waiting_for
+
+    # A failure names what is still unsettled, not the whole (large) state.
+    poll(unsettled, lambda waiting: not waiting, QUIET_TIMEOUT, "a quiet stack", interval=0.2)
+    return last["state"]
 
 
 @pytest.mark.timeout(420)
@@ -192,7 +201,7 @@ def test_every_process_killed_and_restarted_under_load(
     for path in HOOKS:
         receiver.behave(path, delay_seconds=RECEIVER_DELAY_SECONDS)
     with stack.client(headers=account.headers()) as client:
-        template = make_template(client)
+        template = create_template(client, TEMPLATE_BODY)
         hooks = {
             path: create_webhook(client, receiver.url(path), kinds) for path, kinds in HOOKS.items()
         }

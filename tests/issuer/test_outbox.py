@@ -1,16 +1,16 @@
-"""The outbox relay publishes what was committed, once, even when asked to send it twice, each
-message to its stream: events to the events stream, live updates to their work queue."""
+"""The issuer's outbox relay (shared/outbox.py on the issuer's `outbox`) publishes what was
+committed, once, even when asked to send it twice, each message to its stream: events to the
+events stream, live updates to their work queue; what cannot be published is set aside."""
 
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from faststream.nats import NatsBroker
 from nats.js.api import StreamInfo
 
-from services.issuer.outbox import MAX_ISOLATED_FAILURES, MAX_RETRY_DELAY, OutboxRelay
 from services.issuer.repository import IssuerRepository
 from shared.ids import new_id
 from shared.messages import (
@@ -23,6 +23,7 @@ from shared.messages import (
 from shared.models import PassSnapshot
 from shared.mongo import create_client
 from shared.nats import create_broker, ensure_events_stream, ensure_streams
+from shared.outbox import MAX_ISOLATED_FAILURES, MAX_RETRY_DELAY, OutboxRelay
 
 
 async def _stream(relay_broker_url: str) -> StreamInfo:
@@ -44,17 +45,15 @@ async def test_drain_publishes_and_clears_and_dedupes_a_resend(
     await broker.connect()
     await ensure_events_stream(broker)
     before = (await _stream(nats_url)).state.messages
-    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    relay = OutboxRelay(repo.outbox, broker, poll_seconds=60)
     now = datetime.now(UTC)
     try:
-        async with repo.unit_of_work() as uow:
-            await uow.add_outbox("psEvnt_a", "tessera.events.pass.created", b"{}", now)
-            await uow.add_outbox("psEvnt_b", "tessera.events.pass.updated", b"{}", now)
+        await repo.outbox.insert("psEvnt_a", "tessera.events.pass.created", b"{}", now)
+        await repo.outbox.insert("psEvnt_b", "tessera.events.pass.updated", b"{}", now)
         assert await relay.drain() == 2
-        assert await repo.outbox_batch(now) == []
+        assert await repo.outbox.size() == 0
         # A crash after publishing but before deleting leaves the event to be sent again.
-        async with repo.unit_of_work() as uow:
-            await uow.add_outbox("psEvnt_a", "tessera.events.pass.created", b"{}", now)
+        await repo.outbox.insert("psEvnt_a", "tessera.events.pass.created", b"{}", now)
         assert await relay.drain() == 1
         assert (await _stream(nats_url)).state.messages == before + 2
     finally:
@@ -113,14 +112,13 @@ async def test_a_live_update_goes_to_its_work_queue_not_to_the_events_stream(
     broker = create_broker(nats_url)
     await broker.connect()
     await ensure_streams(broker)
-    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    relay = OutboxRelay(repo.outbox, broker, poll_seconds=60)
     update = LiveUpdate(event=_event())
     events_before = (await _stream(nats_url)).state.messages
     now = datetime.now(UTC)
     try:
         async with repo.unit_of_work() as uow:
-            payload = update.model_dump_json().encode()
-            await uow.add_outbox(update.id, update.subject, payload, now)
+            await uow.add_outbox(update, now)
         assert await relay.drain() == 1
         js = broker.connection.jetstream()
         message = await js.get_last_msg(LIVE_UPDATES_STREAM, "tessera.live.pass.updated")
@@ -137,7 +135,7 @@ async def test_two_replicas_draining_one_outbox_publish_each_event_once(
     mongo_url: str, nats_url: str
 ) -> None:
     """Every issuer replica runs a relay over the same outbox: they race for the same batches,
-    and JetStream's duplicate window (the event id is the Nats-Msg-Id) keeps one copy of each."""
+    and each claims its own (a lease on each document), so each event is sent once."""
     client = create_client(mongo_url)
     db = client[f"t_{secrets.token_hex(6)}"]
     repo = IssuerRepository(client, db)
@@ -148,15 +146,14 @@ async def test_two_replicas_draining_one_outbox_publish_each_event_once(
     before = (await _stream(nats_url)).state.messages
     now = datetime.now(UTC)
     try:
-        async with repo.unit_of_work() as uow:
-            for _ in range(120):
-                await uow.add_outbox(
-                    new_id("pass_event"), "tessera.events.pass.created", b"{}", now
-                )
-        relays = [OutboxRelay(repo, broker, poll_seconds=60) for broker in brokers]
+        for _ in range(120):
+            await repo.outbox.insert(
+                new_id("pass_event"), "tessera.events.pass.created", b"{}", now
+            )
+        relays = [OutboxRelay(repo.outbox, broker, poll_seconds=60) for broker in brokers]
         sent = await asyncio.gather(*(relay.drain() for relay in relays))
-        assert sum(sent) >= 120  # both may send a batch; JetStream keeps the first copy
-        assert await repo.outbox_batch(now) == []
+        assert sum(sent) == 120
+        assert await repo.outbox.size() == 0
         assert (await _stream(nats_url)).state.messages == before + 120
     finally:
         for broker in brokers:
@@ -178,28 +175,26 @@ async def test_an_event_too_large_for_nats_is_set_aside_and_the_rest_flows(
     """F01: one event over max_payload used to fail its batch of 100 forever, and every event
     behind it with it. Now it is set aside at once and the others are published."""
     broker = await _connected(nats_url)
-    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    relay = OutboxRelay(repo.outbox, broker, poll_seconds=60)
     now = datetime.now(UTC)
     too_large = b"x" * (broker.connection.max_payload + 1)
+    outbox = repo.outbox
     try:
-        async with repo.unit_of_work() as uow:
-            # The smallest id: first in every batch, as a jammed event was.
-            await uow.add_outbox("psEvnt_0", "tessera.events.pass.updated", too_large, now)
-            await uow.add_outbox("psEvnt_1", "tessera.events.pass.created", b"{", now)
-            for _ in range(150):
-                await uow.add_outbox(
-                    new_id("pass_event"), "tessera.events.pass.created", b"{}", now
-                )
-        await repo.outbox.update_one({"_id": "psEvnt_1"}, {"$unset": {"subject": ""}})
+        # The smallest id: first in every batch, as a jammed event was.
+        await outbox.insert("psEvnt_0", "tessera.events.pass.updated", too_large, now)
+        await outbox.insert("psEvnt_1", "tessera.events.pass.created", b"{", now)
+        for _ in range(150):
+            await outbox.insert(new_id("pass_event"), "tessera.events.pass.created", b"{}", now)
+        await outbox.documents.update_one({"_id": "psEvnt_1"}, {"$unset": {"subject": ""}})
         assert await relay.drain() == 150
-        assert await repo.outbox_batch(now) == []
-        assert await repo.outbox_size() == 0
-        dead = {doc["_id"]: doc async for doc in repo.dead_letters.find()}
+        assert await outbox.size() == 0
+        dead = {doc["_id"]: doc async for doc in outbox.dead_letters.find()}
         assert set(dead) == {"psEvnt_0", "psEvnt_1"}
         assert "over the" in dead["psEvnt_0"]["reason"]
         assert "malformed" in dead["psEvnt_1"]["reason"]
         assert bytes(dead["psEvnt_0"]["payload"]) == too_large  # kept for the operator
-        assert await repo.dead_letter_count() == 2
+        assert "lease_owner" not in dead["psEvnt_0"]  # the document as it was committed
+        assert await outbox.dead_letter_count() == 2
     finally:
         await broker.stop()
 
@@ -211,27 +206,26 @@ async def test_an_event_that_keeps_failing_alone_backs_off_then_is_set_aside(
     waits longer each time instead of being retried in every batch, then is set aside."""
     clock = MovableClock()
     broker = await _connected(nats_url)
-    relay = OutboxRelay(repo, broker, poll_seconds=60, clock=clock)
+    relay = OutboxRelay(repo.outbox, broker, poll_seconds=60, clock=clock)
+    outbox = repo.outbox
     try:
-        async with repo.unit_of_work() as uow:
-            await uow.add_outbox("psEvnt_0", "nowhere.pass.created", b"{}", clock.moment)
-            await uow.add_outbox(
-                new_id("pass_event"), "tessera.events.pass.created", b"{}", clock.moment
-            )
+        await outbox.insert("psEvnt_0", "nowhere.pass.created", b"{}", clock.moment)
+        await outbox.insert(
+            new_id("pass_event"), "tessera.events.pass.created", b"{}", clock.moment
+        )
         assert await relay.drain() == 1
-        stuck = await repo.outbox.find_one({"_id": "psEvnt_0"})
+        stuck = await outbox.documents.find_one({"_id": "psEvnt_0"})
         assert stuck is not None
         assert stuck["attempts"] == 1
-        assert await repo.outbox_batch(clock.moment) == []  # backing off
+        assert await outbox.due(clock.moment, 100) == []  # backing off
         for _ in range(MAX_ISOLATED_FAILURES - 1):
             clock.moment += MAX_RETRY_DELAY
-            async with repo.unit_of_work() as uow:
-                await uow.add_outbox(
-                    new_id("pass_event"), "tessera.events.pass.created", b"{}", clock.moment
-                )
+            await outbox.insert(
+                new_id("pass_event"), "tessera.events.pass.created", b"{}", clock.moment
+            )
             assert await relay.drain() == 1
-        assert await repo.outbox_size() == 0
-        assert await repo.dead_letter_count() == 1
+        assert await outbox.size() == 0
+        assert await outbox.dead_letter_count() == 1
     finally:
         await broker.stop()
 
@@ -239,17 +233,18 @@ async def test_an_event_that_keeps_failing_alone_backs_off_then_is_set_aside(
 async def test_when_nothing_can_be_published_no_event_is_blamed(
     repo: IssuerRepository, nats_url: str
 ) -> None:
-    """NATS unavailable: the drain fails as a whole and the events stay as they were."""
+    """NATS unavailable: the drain fails as a whole and the events stay as they were (held
+    until the relay's next tick, not blamed)."""
     broker = await _connected(nats_url)
-    relay = OutboxRelay(repo, broker, poll_seconds=60)
+    relay = OutboxRelay(repo.outbox, broker, poll_seconds=60)
     now = datetime.now(UTC)
-    async with repo.unit_of_work() as uow:
-        for _ in range(3):
-            await uow.add_outbox(new_id("pass_event"), "tessera.events.pass.created", b"{}", now)
+    for _ in range(3):
+        await repo.outbox.insert(new_id("pass_event"), "tessera.events.pass.created", b"{}", now)
     await broker.stop()
     with pytest.raises(Exception):  # noqa: B017, PT011  # whatever the closed client raises
         await relay.drain()
-    batch = await repo.outbox_batch(now)
-    assert len(batch) == 3
-    assert all("attempts" not in doc for doc in batch)
-    assert await repo.dead_letter_count() == 0
+    kept = await repo.outbox.documents.find().to_list()
+    assert len(kept) == 3
+    assert all("attempts" not in doc for doc in kept)
+    assert len(await repo.outbox.due(now + timedelta(seconds=61), 100)) == 3
+    assert await repo.outbox.dead_letter_count() == 0

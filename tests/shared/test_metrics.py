@@ -140,10 +140,10 @@ async def test_outbox_pending_is_read_at_scrape_and_minus_one_when_unknown() -> 
     async def unreachable() -> int:
         raise ConnectionError("store down")
 
-    await outbox_pending(size)()
-    assert REGISTRY.get_sample_value("tessera_outbox_pending") == 7
-    await outbox_pending(unreachable)()
-    assert REGISTRY.get_sample_value("tessera_outbox_pending") == -1
+    await outbox_pending("issuer", size)()
+    assert REGISTRY.get_sample_value("tessera_outbox_pending", {"owner": "issuer"}) == 7
+    await outbox_pending("issuer", unreachable)()
+    assert REGISTRY.get_sample_value("tessera_outbox_pending", {"owner": "issuer"}) == -1
 
 
 def test_with_a_token_metrics_answer_only_its_bearer() -> None:

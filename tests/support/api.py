@@ -1,10 +1,12 @@
-"""Helpers for end-to-end tests of the v1 HTTP API: error envelopes, templates, passes, lists."""
+"""Helpers for end-to-end tests of the v1 HTTP API: error envelopes, template bodies, creating
+templates and passes, and lists (one page, or every page through the cursors)."""
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
 
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 
 ERROR_KEYS = {"type", "code", "message", "param"}
 _ANY = object()
@@ -98,6 +100,7 @@ def design(**overrides: Any) -> dict[str, Any]:
 
 
 def template_body(**overrides: Any) -> dict[str, Any]:
+    """The template the API tests check shapes with: colors, and a field with a default."""
     body: dict[str, Any] = {
         "name": "Gig",
         "type": "event",
@@ -108,8 +111,29 @@ def template_body(**overrides: Any) -> dict[str, Any]:
     return body
 
 
-def create_template(client: httpx2.Client, **overrides: Any) -> dict[str, Any]:
-    return ok(client.post("/v1/templates", json=template_body(**overrides)))
+# The template the flow tests issue from: a concert ticket whose seat has a default.
+TEMPLATE_BODY: dict[str, Any] = {
+    "name": "Concert",
+    "type": "event",
+    "apple_style": "eventTicket",
+    "design": {
+        "organization_name": "Acme Live",
+        "description": "Concert ticket",
+        "fields": [
+            {"key": "seat", "label": "Seat", "slot": "primary", "default": "GA"},
+            {"key": "gate", "label": "Gate", "slot": "secondary"},
+        ],
+        "barcode": {"format": "qr", "message": "{serial_number}"},
+    },
+}
+
+
+def create_template(
+    client: httpx2.Client, body: Mapping[str, Any] | None = None, **overrides: Any
+) -> dict[str, Any]:
+    """Create a template from `body` (default: `template_body()`) with top-level `overrides`."""
+    sent = {**(template_body() if body is None else body), **overrides}
+    return ok(client.post("/v1/templates", json=sent))
 
 
 def create_pass(client: httpx2.Client, template_id: str, **fields: Any) -> dict[str, Any]:
@@ -129,22 +153,33 @@ def ids(page: dict[str, Any]) -> list[str]:
     return [item["id"] for item in page["data"]]
 
 
-def page_forward(client: httpx2.Client, path: str, limit: int, **params: Any) -> list[str]:
-    """All ids of a list, newest first, following starting_after until has_more is false."""
-    seen: list[str] = []
-    cursor: str | None = None
+def walk(client: httpx2.Client, path: str, limit: int, **params: Any) -> list[dict[str, Any]]:
+    """Every item of a list, newest first, following starting_after until has_more is false."""
+    seen: list[dict[str, Any]] = []
+    query = dict(params, limit=limit)
     for _ in range(10_000):
-        query = dict(params, limit=limit)
-        if cursor is not None:
-            query["starting_after"] = cursor
         page = list_page(client, path, **query)
         assert len(page["data"]) <= limit
-        seen.extend(ids(page))
+        seen.extend(page["data"])
         if not page["has_more"]:
             return seen
         assert len(page["data"]) == limit, page
-        cursor = page["data"][-1]["id"]
+        query["starting_after"] = page["data"][-1]["id"]
     raise AssertionError("paging did not end")
+
+
+def page_forward(client: httpx2.Client, path: str, limit: int, **params: Any) -> list[str]:
+    """All ids of a list, newest first, `limit` a page."""
+    return [item["id"] for item in walk(client, path, limit, **params)]
+
+
+def all_events(client: httpx2.Client) -> list[dict[str, Any]]:
+    """Every event of the account and mode, newest first."""
+    return walk(client, "/v1/events", 200)
+
+
+def all_passes(client: httpx2.Client) -> list[dict[str, Any]]:
+    return walk(client, "/v1/passes", 100)
 
 
 def event_types(client: httpx2.Client, pass_id: str) -> list[str]:
@@ -157,15 +192,13 @@ def wait_for_events(
 ) -> list[dict[str, Any]]:
     """Wait until the pass's events (newest first) have exactly the types `expected`."""
 
-    last: list[str] = []
+    def events() -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = list_page(client, f"/v1/passes/{pass_id}/events")["data"]
+        return data
 
-    def settled() -> list[dict[str, Any]] | None:
-        page = list_page(client, f"/v1/passes/{pass_id}/events")
-        data: list[dict[str, Any]] = page["data"]
-        last[:] = [event["type"] for event in data]
-        return data if last == expected else None
-
-    try:
-        return wait_for(settled, timeout, message=f"events {expected} of {pass_id}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; last event types seen: {last}") from None
+    return poll(
+        events,
+        lambda data: [event["type"] for event in data] == expected,
+        timeout,
+        message=f"events {expected} of {pass_id}",
+    )

@@ -7,7 +7,7 @@ import httpx2
 
 from tests.support.api import create_pass, create_template, list_page
 from tests.support.fake_apns import FakeApns, Push
-from tests.support.flows import poll
+from tests.support.polling import poll
 
 PASS_TYPE = "pass.dev.tessera"  # the issuer's default pass type identifier
 

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 
 WALLET_PREFIX = "/walletobjects/v1"
 WALLET_SCOPE = "https://www.googleapis.com/auth/wallet_object.issuer"
@@ -220,7 +220,7 @@ def running_fake_google(validate: Validator | None = None) -> Iterator[FakeGoogl
     thread = threading.Thread(target=server.run, name="fake-google", daemon=True)
     thread.start()
     try:
-        wait_for(lambda: server.started or not thread.is_alive(), message="fake Google to start")
+        poll(lambda: server.started or not thread.is_alive(), message="fake Google to start")
         if not server.started:
             raise RuntimeError("fake Google did not start (see uvicorn's log)")
         port = server.servers[0].sockets[0].getsockname()[1]

@@ -16,7 +16,7 @@ import uvicorn
 from services.api.app import create_app
 from services.api.config import ApiSettings
 from tessera.processes import free_port
-from tests.support.polling import wait_for
+from tests.support.polling import poll
 from tests.support.stack import Stack
 
 
@@ -62,7 +62,7 @@ def running_api(stack: Stack, clock: ManualClock) -> Iterator[InProcessApi]:
     thread = threading.Thread(target=server.run, name="inproc-api", daemon=True)
     thread.start()
     try:
-        wait_for(lambda: server.started or not thread.is_alive(), message="the api to start")
+        poll(lambda: server.started or not thread.is_alive(), message="the api to start")
         if not server.started:
             raise RuntimeError("the in-process api did not start")
         yield InProcessApi(base_url=base_url, clock=clock)

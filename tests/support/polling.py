@@ -1,28 +1,56 @@
-"""Waiting for something that happens asynchronously, with a deadline and never a bare sleep."""
+"""Waiting for something that happens asynchronously: the one polling helper of the tests, with
+a deadline and never a bare sleep."""
 
 import time
 from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 T = TypeVar("T")
 
-POLL_INTERVAL = 0.05
+INTERVAL_SECONDS = 0.05
+# Only bounds a failure: a test that passes goes on as soon as its condition holds.
+TIMEOUT_SECONDS = 20.0
 
 
-def wait_for(
-    predicate: Callable[[], T | Literal[False] | None], timeout: float = 10.0, message: str = ""
-) -> T:
-    """Call `predicate` until it returns a truthy value and return that value.
+@overload
+def poll(
+    fetch: Callable[[], T | Literal[False] | None],
+    done: None = None,
+    timeout: float = TIMEOUT_SECONDS,
+    message: str = "",
+    interval: float = INTERVAL_SECONDS,
+) -> T: ...
 
-    Raises AssertionError once `timeout` seconds have passed without a truthy answer; the
-    message names what was awaited and the last value seen.
+
+@overload
+def poll(
+    fetch: Callable[[], T],
+    done: Callable[[T], object],
+    timeout: float = TIMEOUT_SECONDS,
+    message: str = "",
+    interval: float = INTERVAL_SECONDS,
+) -> T: ...
+
+
+def poll(
+    fetch: Callable[[], Any],
+    done: Callable[[Any], object] | None = None,
+    timeout: float = TIMEOUT_SECONDS,
+    message: str = "",
+    interval: float = INTERVAL_SECONDS,
+) -> Any:
+    """Call `fetch` until `done(result)` holds, or without `done` until the result is truthy,
+    and return that result.
+
+    Raises AssertionError once `timeout` seconds have passed without it; the message names what
+    was awaited and the last result seen.
     """
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
-        if value:
-            return value
+        result = fetch()
+        if done(result) if done is not None else result:
+            return result
         if time.monotonic() >= deadline:
-            what = message or getattr(predicate, "__name__", "condition")
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {value!r}")
-        time.sleep(POLL_INTERVAL)
+            what = message or getattr(fetch, "__name__", "a condition")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {result!r}")
+        time.sleep(interval)

@@ -1,12 +1,16 @@
 """The whole Tessera stack for end-to-end tests: real nats-server, real MongoDB-wire store,
-the four services as real processes. Each test module gets its own nats-server and database.
+the four services as real processes, each stack on a nats-server and a database of its own.
+Modules that need nothing special share one default stack (tests/conftest.py); `for_module`
+gives each of them a view whose `log_text` starts where that module began.
 
 Each service runs `replicas` processes (TESSERA_TEST_REPLICAS, default 2), sharing the service's
 port with SO_REUSEPORT and each on a port of its own, as `tessera up --replicas` runs them, so
 every end-to-end test runs against several replicas of every service.
 """
 
+import dataclasses
 import os
+import random
 import secrets
 import time
 from collections.abc import Iterator
@@ -19,13 +23,15 @@ import httpx2
 from cryptography.fernet import Fernet
 
 from tessera.processes import (
+    BLOCK_LOW,
     PORT_OFFSETS,
     SERVICES,
     Child,
     Replica,
     base_env,
+    ephemeral_low,
     free_port,
-    free_port_block,
+    port_free,
     ports_needed,
     replicas_of,
     service_argv,
@@ -66,6 +72,8 @@ class Stack:
     extra_env: dict[str, str] = field(default_factory=dict)
     replicas: int = 1
     children: dict[str, Child] = field(default_factory=dict)
+    # Where `log_text` starts reading each process's log (see `for_module`); 0 when absent.
+    log_marks: dict[str, int] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -115,14 +123,28 @@ class Stack:
         children = (self.children.get(name) for name in self.replica_names(service))
         return [child.proc.pid for child in children if child and child.proc and child.alive()]
 
-    def log_text(self, service: str) -> str:
-        """The logs of every replica of a service, one after the other."""
-        logs = self.work_dir / "logs"
-        return "".join(
-            (logs / f"{name}.log").read_text()
-            for name in self.replica_names(service)
-            if (logs / f"{name}.log").exists()
-        )
+    def _log_path(self, name: str) -> Path:
+        return self.work_dir / "logs" / f"{name}.log"
+
+    def log_text(self, service: str, *, whole: bool = False) -> str:
+        """The logs of every replica of a service, one after the other: what they wrote since
+        the module began using the stack (`for_module`), or with `whole` everything since they
+        first started, which on a shared stack includes what other modules made them log."""
+        parts = []
+        for name in self.replica_names(service):
+            path = self._log_path(name)
+            if path.exists():
+                with path.open("rb") as log:
+                    log.seek(0 if whole else self.log_marks.get(name, 0))
+                    parts.append(log.read().decode(errors="replace"))
+        return "".join(parts)
+
+    def for_module(self) -> "Stack":
+        """This stack as one test module sees it: the same processes, store and settings, with
+        `log_text` reading only what the processes log from now on."""
+        paths = {name: self._log_path(name) for name in self.children}
+        marks = {name: path.stat().st_size for name, path in paths.items() if path.exists()}
+        return dataclasses.replace(self, log_marks=marks)
 
     def start(self, *names: str) -> None:
         """Start every replica of the named services (all services by default)."""
@@ -181,6 +203,21 @@ class Stack:
         return Account(body["id"], body["api_keys"]["test"], body["api_keys"]["live"])
 
 
+def _port_block(count: int, host: str = "127.0.0.1") -> int:
+    """The first of `count` consecutive free ports below the ephemeral range, as
+    tessera.processes.free_port_block draws them, but from this pytest-xdist worker's own share
+    of that range: two workers starting stacks at once cannot draw overlapping blocks between
+    the check and the services' binds."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    share = (ephemeral_low() - BLOCK_LOW) // workers
+    low = BLOCK_LOW + worker * share
+    while True:
+        first = random.randint(low, low + share - count)
+        if all(port_free(first + i, host) for i in range(count)):
+            return first
+
+
 def new_stack(nats_url: str, mongo_url: str, work_dir: Path, replicas: int | None = None) -> Stack:
     """A stack on free ports; `replicas` processes per service (default: replicas_from_env())."""
     count = replicas_from_env() if replicas is None else replicas
@@ -189,7 +226,7 @@ def new_stack(nats_url: str, mongo_url: str, work_dir: Path, replicas: int | Non
         mongo_url=mongo_url,
         database=f"t_{secrets.token_hex(6)}",
         work_dir=work_dir,
-        api_port=free_port_block(ports_needed(count)),
+        api_port=_port_block(ports_needed(count)),
         replicas=count,
     )
 

@@ -12,7 +12,7 @@ from standardwebhooks.webhooks import Webhook
 from shared.messages import EVENTS_STREAM, PassEventMessage
 from shared.nats import create_broker
 from tests.support.api import ok
-from tests.support.flows import poll
+from tests.support.polling import poll
 from tests.support.receiver import Received
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from tessera.launcher import _banner, _private_webhooks
 from tessera.processes import PORT_OFFSETS, SERVICES, free_port_block, ports_needed, replicas_of
-from tests.support.flows import TEMPLATE_BODY, poll
+from tests.support.api import TEMPLATE_BODY
+from tests.support.polling import poll
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 READY_KEYS = {"base_url", "site_url", "wallet_url", "nats_url", "mongodb_url"}

@@ -1,0 +1,350 @@
+"""The outbox: the one way a service puts events on the stream without losing one.
+
+A service writes an event document to its own outbox collection: in the transaction of the
+write the event reports (the record and its event commit together or not at all), or alone
+when there is no write to pair it with. A relay, which every replica of the service runs,
+publishes the documents to JetStream and deletes each once its publish was acknowledged, so a
+crash anywhere loses no committed event. Each owner has its own collections (`outbox` and
+`outbox_dead_letters` for the issuer, `events_outbox`, `api_outbox`): a service writes only
+its own.
+
+The relay is a user of the leased poller (shared/poller.py). A claim leases a batch of up to
+`BATCH_SIZE` documents in `_id` order (`lease_owner`, `lease_until`), so N replicas publish each
+event once in the steady state; a relay that dies mid-batch keeps its lease until it expires,
+then another replica publishes the batch again, which JetStream's duplicate window (the event
+id is the Nats-Msg-Id) and the consumers' unique `_id` absorb. It claims at start (events left
+by a crash), when a write wakes it, and every `poll_seconds` as the safety net.
+
+Each document of a batch has its own outcome, so one event that cannot be published never holds
+back the others (an event over NATS's max_payload once jammed every tenant's events). One that
+can never be published is set aside in the dead letters at once; one that keeps failing while
+the rest of its batch goes out waits longer between tries and is set aside after
+`MAX_ISOLATED_FAILURES`. When a whole batch fails (NATS down) nothing is counted against the
+events: the batch is tried again at the next tick (docs/operations.md#outbox-dead-letters).
+"""
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from faststream.nats import NatsBroker
+from nats.errors import MaxPayloadError
+from pymongo import ASCENDING
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+from shared.clock import Clock, SystemClock
+from shared.messages import LiveUpdate, PassEventMessage, stream_of
+from shared.metrics import OUTBOX_SET_ASIDE, Refresh, outbox_dead_letters, outbox_pending
+from shared.mongo import Database, Document
+from shared.poller import Batch, Lease, Poller, replica_name
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+OutboxMessage = PassEventMessage | LiveUpdate
+
+BATCH_SIZE = 100
+# Longer than any batch of a live relay takes (its publishes run at once, each bounded by
+# PUBLISH_TIMEOUT_SECONDS): its expiry is the only takeover, and it delays the events of a
+# relay that died mid-batch by at most this long.
+LEASE_SECONDS = 15.0
+PUBLISH_TIMEOUT_SECONDS = 5.0
+# The safety-net poll of a relay no setting configures (a write wakes it anyway).
+POLL_SECONDS = 1.0
+STOP_GRACE_SECONDS = 5.0
+# Failures of one event while other events of its batches were published, before it is set
+# aside; with the backoff below that is about four minutes of trying.
+MAX_ISOLATED_FAILURES = 8
+MAX_RETRY_DELAY = timedelta(minutes=2)
+# Transactions that lost a write conflict to a concurrent one are run again this many times.
+TRANSACTION_ATTEMPTS = 5
+_LEASE_FIELDS = ("lease_owner", "lease_until")
+
+
+def _nothing() -> None:
+    pass
+
+
+def _free(now: datetime) -> Document:
+    """Not waiting for a retry after a failed publish, and free of a live lease."""
+    return {"retry_at": {"$not": {"$gt": now}}, "lease_until": {"$not": {"$gte": now}}}
+
+
+class Unpublishable(Exception):
+    """An outbox document that no retry can publish (malformed, or too large for NATS)."""
+
+
+class Outbox:
+    """One owner's outbox: the collection `name` and `<name>_dead_letters`. Writes wake the
+    owner's relay (`wake_on_write`); a write inside a transaction wakes it after the commit."""
+
+    def __init__(self, db: Database, owner: str, name: str):
+        self.owner = owner
+        self._client = db.client
+        self.documents = db[name]
+        self.dead_letters = db[f"{name}_dead_letters"]
+        self._wake: Callable[[], None] = _nothing
+
+    def wake_on_write(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+
+    async def add(
+        self, message: OutboxMessage, at: datetime, session: AsyncClientSession | None = None
+    ) -> None:
+        """Write a message to publish; inside `session`'s transaction when given. The relay is
+        woken after the commit by `transaction()`; an owner with transactions of its own (the
+        issuer's commands) wakes it itself (`OutboxRelay.notify`)."""
+        payload = message.model_dump_json().encode()
+        await self.insert(message.id, message.subject, payload, at, session)
+
+    async def insert(
+        self,
+        event_id: str,
+        subject: str,
+        payload: bytes,
+        at: datetime,
+        session: AsyncClientSession | None = None,
+    ) -> None:
+        document = {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
+        await self.documents.insert_one(document, session=session)
+        if session is None:
+            self._wake()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncClientSession]:
+        """A transaction for a write and its events; the relay is woken once it committed."""
+        async with self._client.start_session() as session, await session.start_transaction():
+            yield session
+        self._wake()
+
+    async def in_transaction(self, write: Callable[[AsyncClientSession], Awaitable[T]]) -> T:
+        """Run `write` (the owner's write and its `add`s) in one transaction, again from the
+        start when it lost a write conflict to a concurrent transaction. Any other error,
+        a duplicate key included, is the caller's."""
+        for attempt in itertools.count(1):
+            try:
+                async with self.transaction() as session:
+                    return await write(session)
+            except OperationFailure as exc:
+                if attempt >= TRANSACTION_ATTEMPTS or not exc.has_error_label(
+                    "TransientTransactionError"
+                ):
+                    raise
+        raise AssertionError("unreachable")
+
+    async def due(self, now: datetime, limit: int) -> list[str]:
+        """The ids of the next documents a claim may take, in `_id` order."""
+        cursor = self.documents.find(_free(now), {"_id": 1}).sort("_id", ASCENDING).limit(limit)
+        return [doc["_id"] async for doc in cursor]
+
+    async def claim(
+        self, now: datetime, lease_until: datetime, token: str, limit: int
+    ) -> list[Document]:
+        """Lease up to `limit` due documents under `token`, in `_id` order. The update repeats
+        the listing's condition, so of two claims listing the same documents each document
+        goes to one; the documents whose update matched are read back by the token."""
+        ids = await self.due(now, limit)
+        if not ids:
+            return []
+        await self.documents.update_many(
+            {"_id": {"$in": ids}, **_free(now)},
+            {"$set": {"lease_owner": token, "lease_until": lease_until}},
+        )
+        cursor = self.documents.find({"_id": {"$in": ids}, "lease_owner": token})
+        return [doc async for doc in cursor.sort("_id", ASCENDING)]
+
+    async def done(self, event_ids: list[str], token: str) -> None:
+        """Delete published documents, only under the claim's token."""
+        await self.documents.delete_many({"_id": {"$in": event_ids}, "lease_owner": token})
+
+    async def hold(self, event_ids: list[str], token: str, until: datetime) -> None:
+        """Keep a batch none of which could be published from every claim until `until`."""
+        await self.documents.update_many(
+            {"_id": {"$in": event_ids}, "lease_owner": token}, {"$set": {"lease_until": until}}
+        )
+
+    async def retry_later(
+        self, event_id: str, token: str, attempts: int, retry_at: datetime, error: str
+    ) -> None:
+        """Leave a document whose publish failed out of the next claims until `retry_at`."""
+        await self.documents.update_one(
+            {"_id": event_id, "lease_owner": token},
+            {
+                "$set": {"attempts": attempts, "retry_at": retry_at, "last_error": error},
+                "$unset": dict.fromkeys(_LEASE_FIELDS, ""),
+            },
+        )
+
+    async def set_aside(self, doc: Document, reason: str, at: datetime, token: str) -> None:
+        """Move a document that can never be published to the dead letters.
+
+        Copied before it is deleted: a crash in between leaves it in both places (the next
+        claim sets it aside again, and the copy's unique `_id` absorbs that), never in neither.
+        """
+        kept = {key: value for key, value in doc.items() if key not in _LEASE_FIELDS}
+        with contextlib.suppress(DuplicateKeyError):
+            await self.dead_letters.insert_one({**kept, "reason": reason, "set_aside_at": at})
+        await self.documents.delete_one({"_id": doc["_id"], "lease_owner": token})
+
+    async def size(self) -> int:
+        """Events committed but not yet published."""
+        return await self.documents.count_documents({})
+
+    async def dead_letter_count(self) -> int:
+        return await self.dead_letters.count_documents({})
+
+    def gauges(self) -> list[Refresh]:
+        """The scrape-time gauges of this outbox: its size and its dead letters."""
+        return [
+            outbox_pending(self.owner, self.size),
+            outbox_dead_letters(self.owner, self.dead_letter_count),
+        ]
+
+
+class OutboxRelay:
+    """Publishes an outbox's documents to JetStream on the leased poller: one batch at a time
+    per process, in `_id` order, each to its subject's stream (`shared.messages.stream_of`)."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        broker: NatsBroker,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        lease_seconds: float = LEASE_SECONDS,
+        clock: Clock | None = None,
+        owner: str | None = None,
+    ):
+        self._outbox = outbox
+        self._broker = broker
+        self._poll = timedelta(seconds=poll_seconds)
+        self._lease_for = timedelta(seconds=lease_seconds)
+        self._clock = clock or SystemClock()
+        self._owner = owner or replica_name()
+        self._drains = itertools.count(1)
+        # One batch at a time: within a process, events reach the stream in `_id` order.
+        self._poller: Poller[list[Document]] = Poller(
+            f"{outbox.owner}-outbox-relay",
+            self._claim,
+            self._work,
+            concurrency=1,
+            poll_seconds=poll_seconds,
+            owner=self._owner,
+        )
+        outbox.wake_on_write(self.notify)
+
+    def notify(self) -> None:
+        """Something was committed: claim now instead of at the next poll."""
+        self._poller.wake()
+
+    def start(self) -> None:
+        self._poller.start()
+
+    async def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+        """Claim nothing more; a batch in flight gets `grace_seconds` to finish, else keeps
+        its lease and another replica publishes it once the lease expires."""
+        await self._poller.stop(grace_seconds)
+
+    async def drain(self) -> int:
+        """Claim and publish batches until none is left, here and now (without the loop);
+        returns how many events were sent. Raises the first error when no event of a batch
+        could be published (NATS or the stream unavailable): that batch waits a tick."""
+        sent = 0
+        while True:
+            token = f"{self._owner}/drain-{next(self._drains)}"
+            if not (batch := await self._take(token)):
+                return sent
+            sent += await self._publish_batch(batch, token)
+
+    async def _take(self, token: str, batches: int = 1) -> list[Document]:
+        now = self._clock.now()
+        return await self._outbox.claim(now, now + self._lease_for, token, batches * BATCH_SIZE)
+
+    async def _claim(self, batch: Batch[list[Document]]) -> list[list[Document]]:
+        if batch.size <= 0:
+            return []
+        docs = await self._take(batch.token, batch.size)
+        return [docs[n : n + BATCH_SIZE] for n in range(0, len(docs), BATCH_SIZE)]
+
+    async def _work(self, docs: list[Document], lease: Lease) -> None:
+        try:
+            await self._publish_batch(docs, lease.token)
+        except Exception:
+            # NATS or MongoDB unavailable: the batch is held until the next tick, not retried
+            # in a tight loop.
+            log.exception("%s outbox relay failed; will retry", self._outbox.owner)
+
+    async def _publish_batch(self, docs: list[Document], token: str) -> int:
+        """Publish a batch leased under `token` concurrently (each publish still waits for
+        JetStream's ack) and delete each event once its own ack arrived; how many were sent."""
+        outcomes = await asyncio.gather(
+            *(self._publish(doc) for doc in docs), return_exceptions=True
+        )
+        published = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if not error]
+        failed = [(doc, e) for doc, e in zip(docs, outcomes, strict=True) if e is not None]
+        if published:
+            await self._outbox.done(published, token)
+        for doc, error in failed:
+            if isinstance(error, Unpublishable):
+                await self._set_aside(doc, str(error), token)
+        transient = [(doc, e) for doc, e in failed if not isinstance(e, Unpublishable)]
+        if transient and not published:
+            held = [doc["_id"] for doc, _ in transient]
+            await self._outbox.hold(held, token, self._clock.now() + self._poll)
+            raise transient[0][1]
+        for doc, error in transient:
+            await self._retry_later(doc, error, token)
+        return len(published)
+
+    async def _publish(self, doc: Document) -> None:
+        try:
+            subject = str(doc["subject"])
+            payload = bytes(doc["payload"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Unpublishable(f"malformed outbox document ({type(exc).__name__})") from exc
+        try:
+            await self._broker.publish(
+                payload,
+                subject,
+                stream=stream_of(subject),
+                headers={"Nats-Msg-Id": str(doc["_id"])},
+                timeout=PUBLISH_TIMEOUT_SECONDS,
+            )
+        except MaxPayloadError as exc:
+            raise Unpublishable(
+                f"{len(payload)} bytes, over the {self._max_payload()} bytes NATS carries"
+            ) from exc
+
+    def _max_payload(self) -> int | str:
+        with contextlib.suppress(Exception):
+            return int(self._broker.connection.max_payload)
+        return "maximum"
+
+    async def _set_aside(self, doc: Document, reason: str, token: str) -> None:
+        await self._outbox.set_aside(doc, reason, self._clock.now(), token)
+        OUTBOX_SET_ASIDE.labels(self._outbox.owner).inc()
+        # The id and the reason only: the payload holds holder data.
+        log.error("outbox event %s set aside, it cannot be published: %s", doc["_id"], reason)
+
+    async def _retry_later(self, doc: Document, error: BaseException, token: str) -> None:
+        """An event that failed while others of its batch were published: it may be the
+        problem, so it waits longer each time, and is set aside when it keeps failing."""
+        attempts = int(doc.get("attempts") or 0) + 1
+        if attempts >= MAX_ISOLATED_FAILURES:
+            await self._set_aside(doc, f"failed {attempts} times: {_describe(error)}", token)
+            return
+        delay = min(timedelta(seconds=2**attempts), MAX_RETRY_DELAY)
+        log.warning("outbox event %s failed (%s); retry in %s", doc["_id"], _describe(error), delay)
+        await self._outbox.retry_later(
+            doc["_id"], token, attempts, self._clock.now() + delay, _describe(error)
+        )
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:500]

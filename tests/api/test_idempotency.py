@@ -1,0 +1,244 @@
+"""The api's Idempotency-Key rules (services/api/idempotency.py `execute`) against the real store,
+below HTTP: a replay answers the stored response, another body under the key is a 409, a key
+whose request still runs is a 409 until its lock expires and then is taken over under the same
+command id, and 402/429 refusals store nothing. The whole stack: tests/e2e/test_idempotency.py."""
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.responses import JSONResponse
+
+from services.api.idempotency import (
+    MAX_KEY_LENGTH,
+    IdempotencyPolicy,
+    Scope,
+    execute,
+    fingerprint,
+)
+from services.api.repository import ApiRepository
+from shared.errors import (
+    ApiError,
+    BillingError,
+    IdempotencyConflict,
+    InternalError,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+)
+from shared.mongo import create_client
+from tests.support.inproc_api import ManualClock
+
+SCOPE = Scope("acct_idem", "test")
+LOCK = timedelta(seconds=15)
+BODY = fingerprint("POST", "/v1/passes", {"template_id": "tmpl_1"})
+
+
+class Action:
+    """A command stand-in that records the command ids it ran under and answers in turn what
+    it was given: a (status, body) or an ApiError to raise."""
+
+    def __init__(self, *outcomes: tuple[int, Any] | ApiError) -> None:
+        self.outcomes = list(outcomes)
+        self.command_ids: list[str] = []
+
+    async def __call__(self, command_id: str) -> tuple[int, Any]:
+        self.command_ids.append(command_id)
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, ApiError):
+            raise outcome
+        return outcome
+
+
+@pytest.fixture
+async def policy(mongo_url: str) -> AsyncIterator[IdempotencyPolicy]:
+    """The api's policy on a database of the test's own, with a clock the test moves."""
+    client = create_client(mongo_url)
+    db = client[f"t_{secrets.token_hex(6)}"]
+    repo = ApiRepository(db)
+    await repo.ensure_indexes()
+    try:
+        yield IdempotencyPolicy(repo=repo, clock=ManualClock(), ttl=timedelta(hours=24), lock=LOCK)
+    finally:
+        await client.drop_database(db.name)
+        await client.close()
+
+
+def _body(response: JSONResponse) -> Any:
+    return json.loads(bytes(response.body))
+
+
+def _replayed(response: JSONResponse) -> bool:
+    return response.headers.get("Idempotent-Replayed") == "true"
+
+
+def _advance(policy: IdempotencyPolicy, seconds: float) -> None:
+    assert isinstance(policy.clock, ManualClock)
+    policy.clock.advance(seconds)
+
+
+async def test_a_replay_answers_the_stored_response_without_running_again(
+    policy: IdempotencyPolicy,
+) -> None:
+    action = Action((200, {"id": "pass_1"}))
+    first = await execute(policy, SCOPE, "order-1", BODY, action)
+    again = await execute(policy, SCOPE, "order-1", BODY, action)
+
+    assert (first.status_code, _body(first), _replayed(first)) == (200, {"id": "pass_1"}, False)
+    assert (again.status_code, _body(again), _replayed(again)) == (200, {"id": "pass_1"}, True)
+    assert len(action.command_ids) == 1
+
+
+async def test_a_4xx_outcome_is_stored_and_replayed(policy: IdempotencyPolicy) -> None:
+    action = Action(NotFound("No such template: 'tmpl_1'.", param="template_id"))
+    with pytest.raises(NotFound):
+        await execute(policy, SCOPE, "missing", BODY, action)
+    again = await execute(policy, SCOPE, "missing", BODY, action)
+
+    assert (again.status_code, _replayed(again)) == (404, True)
+    assert _body(again)["error"]["param"] == "template_id"
+    assert len(action.command_ids) == 1
+
+
+async def test_the_key_with_another_body_is_a_409(policy: IdempotencyPolicy) -> None:
+    action = Action((200, {"id": "pass_1"}))
+    await execute(policy, SCOPE, "order-1", BODY, action)
+    other = fingerprint("POST", "/v1/passes", {"template_id": "tmpl_2"})
+    with pytest.raises(IdempotencyConflict) as conflict:
+        await execute(policy, SCOPE, "order-1", other, action)
+    assert conflict.value.code == "idempotency_key_reused"
+    assert len(action.command_ids) == 1
+
+
+async def test_keys_belong_to_their_account_and_mode(policy: IdempotencyPolicy) -> None:
+    action = Action((200, {"n": 1}), (200, {"n": 2}), (200, {"n": 3}))
+    for scope in (SCOPE, Scope("acct_idem", "live"), Scope("acct_other", "test")):
+        response = await execute(policy, scope, "shared-key", BODY, action)
+        assert not _replayed(response)
+    assert len(set(action.command_ids)) == 3
+
+
+async def test_a_running_request_holds_its_key_until_its_lock_expires_then_is_taken_over(
+    policy: IdempotencyPolicy,
+) -> None:
+    """A request whose api replica died mid-command leaves its key `processing`: a retry is
+    told to wait while the lock lasts, then takes the key over and re-sends the same command,
+    which its owner answers without a second side effect."""
+    started, stuck = asyncio.Event(), asyncio.Event()
+    first_ids: list[str] = []
+
+    async def never_answers(command_id: str) -> tuple[int, Any]:
+        first_ids.append(command_id)
+        started.set()
+        await stuck.wait()
+        raise AssertionError("the first request never finishes")
+
+    first = asyncio.create_task(execute(policy, SCOPE, "order-1", BODY, never_answers))
+    await started.wait()
+    retry = Action((200, {"id": "pass_1"}))
+    with pytest.raises(IdempotencyConflict) as in_progress:
+        await execute(policy, SCOPE, "order-1", BODY, retry)
+    assert in_progress.value.code == "idempotency_request_in_progress"
+
+    _advance(policy, LOCK.total_seconds() + 1)
+    taken_over = await execute(policy, SCOPE, "order-1", BODY, retry)
+    assert (taken_over.status_code, _body(taken_over)) == (200, {"id": "pass_1"})
+    assert retry.command_ids == first_ids  # the same command, sent again
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    # The stored answer outlives the first request's end.
+    assert _replayed(await execute(policy, SCOPE, "order-1", BODY, retry))
+
+
+async def test_only_one_retry_takes_over_an_expired_lock(policy: IdempotencyPolicy) -> None:
+    stale = policy.clock.now()
+    record = {"_id": "k", "state": "processing", "locked_until": stale}
+    assert await policy.repo.claim_idempotency(record) is None
+    later = stale + LOCK
+    wins = await asyncio.gather(
+        *(policy.repo.take_over_idempotency("k", stale, later) for _ in range(5))
+    )
+    assert sorted(wins) == [False, False, False, False, True]
+
+
+async def test_a_5xx_releases_the_key_and_the_retry_resends_the_same_command(
+    policy: IdempotencyPolicy,
+) -> None:
+    action = Action(InternalError("The issuer did not answer.", code="timeout"), (200, {"n": 1}))
+    with pytest.raises(InternalError):
+        await execute(policy, SCOPE, "order-1", BODY, action)
+    retried = await execute(policy, SCOPE, "order-1", BODY, action)
+
+    assert (retried.status_code, _replayed(retried)) == (200, False)
+    assert action.command_ids[0] == action.command_ids[1]
+
+
+async def test_a_402_before_the_command_stores_nothing(policy: IdempotencyPolicy) -> None:
+    """The quota refused: the key starts afresh once the quota allows, as a new command."""
+    refusals = [BillingError("Monthly pass quota reached.", code="quota_exceeded")]
+
+    async def admit() -> None:
+        if refusals:
+            raise refusals.pop()
+
+    action = Action((200, {"id": "pass_1"}))
+    with pytest.raises(BillingError):
+        await execute(policy, SCOPE, "order-1", BODY, action, admit=admit)
+    assert action.command_ids == []
+    admitted = await execute(policy, SCOPE, "order-1", BODY, action, admit=admit)
+
+    assert (admitted.status_code, _replayed(admitted)) == (200, False)
+    assert len(action.command_ids) == 1
+
+
+async def test_a_429_is_not_stored_and_the_same_key_runs_again(
+    policy: IdempotencyPolicy,
+) -> None:
+    limited = RateLimited("Too many requests.", code="rate_limited")
+    action = Action(limited, (200, {"id": "pass_1"}))
+    with pytest.raises(RateLimited):
+        await execute(policy, SCOPE, "order-1", BODY, action)
+    allowed = await execute(policy, SCOPE, "order-1", BODY, action)
+
+    assert (allowed.status_code, _body(allowed), _replayed(allowed)) == (
+        200,
+        {"id": "pass_1"},
+        False,
+    )
+    assert len(action.command_ids) == 2
+
+
+async def test_a_replay_skips_the_quota_and_a_redacted_body_is_what_is_stored(
+    policy: IdempotencyPolicy,
+) -> None:
+    admitted: list[str] = []
+
+    async def admit() -> None:
+        admitted.append("unit")
+
+    def redact(body: Any) -> Any:
+        return {**body, "secret": "[redacted]"}
+
+    action = Action((201, {"id": "acct_1", "secret": "svc_test_x"}))
+    first = await execute(policy, SCOPE, "k", BODY, action, redact=redact, admit=admit)
+    again = await execute(policy, SCOPE, "k", BODY, action, redact=redact, admit=admit)
+
+    assert _body(first) == {"id": "acct_1", "secret": "svc_test_x"}
+    assert (again.status_code, _body(again)) == (201, {"id": "acct_1", "secret": "[redacted]"})
+    assert admitted == ["unit"]
+
+
+@pytest.mark.parametrize("key", ["", "k" * (MAX_KEY_LENGTH + 1)])
+async def test_a_key_of_the_wrong_length_is_refused_with_its_param(
+    policy: IdempotencyPolicy, key: str
+) -> None:
+    action = Action((200, {}))
+    with pytest.raises(InvalidRequest) as refused:
+        await execute(policy, SCOPE, key, BODY, action)
+    assert refused.value.param == "Idempotency-Key"
+    assert action.command_ids == []

@@ -1,0 +1,220 @@
+"""The shared outbox and its relay on the leased poller, against a real MongoDB-wire store and a
+real nats-server: publishes are counted on a core NATS subscription, which sees every publish
+(JetStream's duplicate window hides a second copy only from the stream). Two relays on one
+collection publish each event once; a relay that died mid-batch holds its lease until it
+expires, then another takes the batch over; writes wake the relay, a transaction's only once
+committed. (The dead letters: tests/issuer/test_outbox.py.)"""
+
+import asyncio
+import secrets
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import nats
+import pytest
+from faststream.nats import NatsBroker
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from shared.ids import new_id
+from shared.messages import PassEventMessage
+from shared.mongo import Database, create_client
+from shared.nats import create_broker, ensure_events_stream
+from shared.outbox import LEASE_SECONDS, Outbox, OutboxRelay
+from shared.pass_events import pass_event
+from tests.support.records import pass_record
+
+SUBJECT = "tessera.events.pass.created"
+
+
+class MovableClock:
+    def __init__(self) -> None:
+        self.moment = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.moment
+
+
+@dataclass
+class Published:
+    """Every publish on the events subjects, by Nats-Msg-Id."""
+
+    counts: Counter[str]
+
+    def of(self, ids: list[str]) -> list[int]:
+        return [self.counts[event_id] for event_id in ids]
+
+
+@pytest.fixture
+async def db(mongo_url: str) -> AsyncIterator[Database]:
+    client = create_client(mongo_url)
+    database = client[f"t_{secrets.token_hex(6)}"]
+    try:
+        yield database
+    finally:
+        await client.drop_database(database.name)
+        await client.close()
+
+
+@pytest.fixture
+async def published(nats_url: str) -> AsyncIterator[Published]:
+    counts: Counter[str] = Counter()
+
+    async def count(msg: Msg) -> None:
+        counts[(msg.headers or {}).get("Nats-Msg-Id", "")] += 1
+
+    client: Client = await nats.connect(nats_url)
+    await client.subscribe("tessera.events.>", cb=count)
+    await client.flush()
+    try:
+        yield Published(counts)
+    finally:
+        await client.drain()
+
+
+@pytest.fixture
+async def brokers(nats_url: str) -> AsyncIterator[list[NatsBroker]]:
+    """Two connections, as two replicas have."""
+    connected = [create_broker(nats_url) for _ in range(2)]
+    for broker in connected:
+        await broker.connect()
+    await ensure_events_stream(connected[0])
+    try:
+        yield connected
+    finally:
+        for broker in connected:
+            await broker.stop()
+
+
+async def _add(outbox: Outbox, count: int) -> list[str]:
+    ids = [new_id("pass_event") for _ in range(count)]
+    now = datetime.now(UTC)
+    for event_id in ids:
+        await outbox.insert(event_id, SUBJECT, b"{}", now)
+    return ids
+
+
+async def _until(check: Callable[[], Awaitable[bool]]) -> None:
+    """Poll `check` until it holds, for at most 10 s."""
+    async with asyncio.timeout(10):
+        while True:
+            if await check():
+                return
+            await asyncio.sleep(0.02)
+
+
+async def _empty(outbox: Outbox) -> bool:
+    return await outbox.size() == 0
+
+
+async def test_two_relays_on_one_outbox_publish_each_event_once(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    """Two replicas' relays, each on its own connection, racing on every claim: each document
+    is leased by one of them, so each event is published once, not once per replica."""
+    outboxes = [Outbox(db, "test", "outbox") for _ in brokers]
+    relays = [
+        OutboxRelay(outbox, broker, poll_seconds=0.01, owner=f"replica-{n}")
+        for n, (outbox, broker) in enumerate(zip(outboxes, brokers, strict=True))
+    ]
+    for relay in relays:
+        relay.start()
+    try:
+        ids: list[str] = []
+        for n in range(10):  # written while both relays claim, each write waking one of them
+            ids += await _add(outboxes[n % 2], 30)
+        await _until(lambda: _empty(outboxes[0]))
+    finally:
+        for relay in relays:
+            await relay.stop()
+    assert published.of(ids) == [1] * len(ids)
+
+
+async def test_a_batch_of_a_relay_that_died_is_taken_over_once_its_lease_expires(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    outbox = Outbox(db, "test", "outbox")
+    ids = await _add(outbox, 5)
+    clock = MovableClock()
+    lease = timedelta(seconds=LEASE_SECONDS)
+    # What a relay's claim leaves when its process dies before publishing the batch.
+    dead = "dead-replica/1"
+    assert len(await outbox.claim(clock.now(), clock.now() + lease, dead, 100)) == 5
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600, clock=clock)
+    assert await relay.drain() == 0  # the dead relay's lease is live: nothing to take
+    assert published.of(ids) == [0] * 5
+    clock.moment += lease + timedelta(seconds=1)
+    relay.start()  # claims at once
+    try:
+        await _until(lambda: _empty(outbox))
+    finally:
+        await relay.stop()
+    assert published.of(ids) == [1] * 5
+
+
+async def test_the_writes_of_a_relay_whose_lease_was_taken_over_change_nothing(
+    db: Database, brokers: list[NatsBroker]
+) -> None:
+    outbox = Outbox(db, "test", "outbox")
+    ids = await _add(outbox, 3)
+    now = datetime.now(UTC)
+    await outbox.claim(now - timedelta(minutes=1), now - timedelta(seconds=1), "slow/1", 100)
+    assert len(await outbox.claim(now, now + timedelta(minutes=1), "fast/1", 100)) == 3
+    # The first relay comes back from a long pause and records its outcomes: all refused.
+    await outbox.done(ids, "slow/1")
+    await outbox.retry_later(ids[0], "slow/1", 1, now, "late")
+    assert await outbox.size() == 3
+    assert await outbox.documents.count_documents({"lease_owner": "fast/1"}) == 3
+    assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
+
+
+async def test_a_write_wakes_the_relay_and_a_transaction_only_once_committed(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    """The poll (an hour here) is only the safety net: a write is published at once, the
+    events of a transaction once it committed, and those of an aborted one never exist."""
+    outbox = Outbox(db, "test", "outbox")
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600)
+    relay.start()
+    record = pass_record(_id=new_id("pass"))
+    try:
+        alone = pass_event(record, "url_viewed", {}, datetime.now(UTC))
+        await outbox.add(alone, alone.created_at)
+        await _until(lambda: _empty(outbox))
+        committed = pass_event(record, "installed", {}, datetime.now(UTC))
+        aborted = pass_event(record, "removed", {}, datetime.now(UTC))
+        async with outbox.transaction() as session:
+            await outbox.add(committed, committed.created_at, session)
+        with pytest.raises(RuntimeError):
+            await _write_then_fail(outbox, aborted)
+        await _until(lambda: _empty(outbox))
+    finally:
+        await relay.stop()
+    assert published.of([alone.id, committed.id, aborted.id]) == [1, 1, 0]
+
+
+async def _write_then_fail(outbox: Outbox, event: PassEventMessage) -> None:
+    async with outbox.transaction() as session:
+        await outbox.add(event, event.created_at, session)
+        raise RuntimeError("the owner's write failed")
+
+
+async def test_a_batch_nothing_of_which_could_be_published_waits_for_the_next_tick(
+    db: Database, nats_url: str
+) -> None:
+    """NATS down: no event is blamed, and the batch is held one poll interval, so the relay
+    does not spin on it (nor does another replica's)."""
+    outbox = Outbox(db, "test", "outbox")
+    ids = await _add(outbox, 3)
+    broker = create_broker(nats_url)
+    await broker.connect()
+    await broker.stop()
+    clock = MovableClock()
+    relay = OutboxRelay(outbox, broker, poll_seconds=30, clock=clock)
+    with pytest.raises(Exception):  # noqa: B017, PT011  # whatever the closed client raises
+        await relay.drain()
+    assert await outbox.due(clock.now() + timedelta(seconds=29), 100) == []
+    assert await outbox.due(clock.now() + timedelta(seconds=31), 100) == ids
+    assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
