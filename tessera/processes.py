@@ -136,6 +136,10 @@ def mongo_argv(host: str, port: int, data_dir: Path) -> list[str]:
         str(data_dir),
         "--log-level",
         "WARNING",
+        # SecantusDB 0.7.0b3 honours `j: true` on single writes but not on commitTransaction,
+        # so a kill -9 lost acknowledged transactions (tests/shared/test_mongo.py): every commit
+        # fsyncs instead, as `j: true` promises and as mongod does for journaled commits.
+        "--sync-on-commit",
     ]
 
 
