@@ -49,6 +49,10 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
+                if 400 <= message["status"] < 500:
+                    # Refused: nothing was made. Give the reserved units back before the
+                    # client hears the answer, so that what it reads next is settled.
+                    await _undo(limits)
                 headers = _relative_location(list(message.get("headers", [])), scope)
                 headers.append((b"request-id", request_id.encode()))
                 headers.extend(
@@ -76,10 +80,8 @@ class RequestContextMiddleware:
                     send_with_id, scope["path"], InternalError("An internal error occurred.")
                 )
         finally:
-            if 400 <= status_holder.get("status", 500) < 500:
-                # Refused: nothing was made. After a 5xx the pass may exist (a timeout after
-                # the commit), so its quota unit stays counted.
-                await _undo(limits)
+            # After a 5xx the pass may exist (a timeout after the commit), so its quota unit
+            # stays counted; a 4xx gave its units back as it was sent.
             log.info(
                 "%s %s -> %s in %.1f ms",
                 scope["method"],
@@ -141,7 +143,8 @@ def _relative_location(
 
 
 async def _undo(limits: RequestLimits) -> None:
-    for step in limits.on_failure:
+    steps, limits.on_failure = limits.on_failure, []
+    for step in steps:
         try:
             await step()
         except Exception:
