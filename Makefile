@@ -73,5 +73,25 @@ bench: $(STAMP) ## Run the benchmarks in bench/ (numbers printed and written to 
 	$(BIN)/python -m bench.webhooks
 	$(BIN)/python -m bench.reads
 
+# The scanner page's barcode decoder (docs/redemption.md): zxing-wasm's reader, pinned and
+# committed in services/api/pages/static/scanner/zxing-wasm/, so no build step runs at install.
+# This target fetches the pinned package with npm, checks every file against the committed
+# SHA256SUMS before anything is replaced, and copies it in. A new version: change the pin, update
+# SHA256SUMS from `sha256sum` of the new files (after reading their changes), run this target.
+ZXING_WASM_VERSION := 3.1.4
+SCANNER_VENDOR := services/api/pages/static/scanner/zxing-wasm
+VENDOR_TMP := build/vendor-scanner
+.PHONY: vendor-scanner
+vendor-scanner: ## Re-vendor the scanner page's decoder (zxing-wasm, pinned) and check its hashes
+	rm -rf $(VENDOR_TMP) && mkdir -p $(VENDOR_TMP)/out
+	cd $(VENDOR_TMP) && npm pack --silent zxing-wasm@$(ZXING_WASM_VERSION) >/dev/null \
+		&& tar -xzf zxing-wasm-$(ZXING_WASM_VERSION).tgz
+	cp $(VENDOR_TMP)/package/dist/iife/reader/index.js $(VENDOR_TMP)/out/zxing-reader.js
+	cp $(VENDOR_TMP)/package/dist/reader/zxing_reader.wasm $(VENDOR_TMP)/out/zxing_reader.wasm
+	cp $(VENDOR_TMP)/package/LICENSE $(VENDOR_TMP)/out/LICENSE
+	cd $(VENDOR_TMP)/out && sha256sum --check --strict $(CURDIR)/$(SCANNER_VENDOR)/SHA256SUMS
+	cp $(VENDOR_TMP)/out/* $(SCANNER_VENDOR)/
+	rm -rf $(VENDOR_TMP)
+
 clean: ## Remove caches, build output and the local data dir
 	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts

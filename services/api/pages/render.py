@@ -12,6 +12,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from services.api.pages.platform import Platform
+from services.api.pages.scanner import ScannerUrls
 from services.api.pages.view import PassView, pass_css
 
 STYLESHEET = "pages.css"
@@ -68,6 +69,11 @@ def render_not_found(path_prefix: str = "") -> str:
 
 def render_expired(path_prefix: str = "") -> str:
     return _render("expired.html", path_prefix)
+
+
+def render_scanner(urls: ScannerUrls) -> str:
+    """The staff scanner page (docs/redemption.md): static HTML, its script does the rest."""
+    return _environment().get_template("scan.html").render(urls=urls)
 
 
 def _render(name: str, path_prefix: str, **context: object) -> str:
