@@ -27,6 +27,7 @@ PREFIXES: Final = {
     "request": "req",
     "command": "cmd",
     "device_log": "dlog",
+    "job": "job",
 }
 
 _lock = threading.Lock()

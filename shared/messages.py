@@ -16,9 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from shared.models import (
     AppleStyle,
     DownloadLinkRecord,
+    JobRecord,
     Mode,
     PassRecord,
     PassSnapshot,
+    RowError,
     TemplateRecord,
     TemplateType,
 )
@@ -124,8 +126,99 @@ class CreateDownloadLink(_IssuerCommand[DownloadLinkRecord]):
     expires_at: datetime
 
 
+class PassRow(_Message):
+    """One pass to create, as POST /v1/passes takes it (less the template, said once)."""
+
+    holder_email: str | None = None
+    holder_name: str | None = None
+    field_values: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class BatchRow(PassRow):
+    """A row of POST /v1/passes/batch: `index` is its place in the request."""
+
+    index: int
+    template_id: str
+
+
+class BatchRowResult(_Message):
+    """One row's outcome: the pass created, or why not. The pass's Google save link is left
+    out (the pass object does not show it), so a batch's reply stays within what NATS carries."""
+
+    index: int
+    record: PassRecord | None = None
+    error: RowError | None = None
+
+
+class PassesCreated(_Message):
+    rows: list[BatchRowResult]
+
+
+class CreatePasses(_IssuerCommand[PassesCreated]):
+    """Up to 100 passes in one transaction, each row succeeding or failing on its own."""
+
+    result_type: ClassVar[type[BaseModel]] = PassesCreated
+    type: Literal["create_passes"] = "create_passes"
+    rows: list[BatchRow]
+    created_via_api: bool = True
+
+
+class ImportRow(PassRow):
+    """A row of an import job; `row` counts from 1. `error` is set when the api refused the row
+    already (invalid, or past the quota): the job reports it without trying it."""
+
+    row: int
+    error: RowError | None = None
+
+
+class ImportChunk(_Message):
+    """One chunk of an import's work: `seq` orders the chunks of a job (and its results)."""
+
+    seq: int
+    rows: list[ImportRow]
+
+
+class AddImportRows(_IssuerCommand[JobRecord]):
+    """Store chunks of an import job's rows; the first one creates the job ("uploading").
+    The api sends as many as the rows need (each within what NATS carries), then `StartJob`."""
+
+    result_type: ClassVar[type[BaseModel]] = JobRecord
+    type: Literal["add_import_rows"] = "add_import_rows"
+    job_id: str
+    template_id: str
+    reserved: int = 0
+    chunks: list[ImportChunk]
+
+
+class StartJob(_IssuerCommand[JobRecord]):
+    """The upload is complete: the job is queued and its chunks may be taken."""
+
+    result_type: ClassVar[type[BaseModel]] = JobRecord
+    type: Literal["start_job"] = "start_job"
+    job_id: str
+    total: int
+
+
+class CancelJob(_IssuerCommand[JobRecord]):
+    """Take no more of the job's chunks; what is done stays done."""
+
+    result_type: ClassVar[type[BaseModel]] = JobRecord
+    type: Literal["cancel_job"] = "cancel_job"
+    job_id: str
+
+
 IssuerCommand = Annotated[
-    CreateTemplate | UpdateTemplate | CreatePass | UpdatePass | VoidPass | CreateDownloadLink,
+    CreateTemplate
+    | UpdateTemplate
+    | CreatePass
+    | UpdatePass
+    | VoidPass
+    | CreateDownloadLink
+    | CreatePasses
+    | AddImportRows
+    | StartJob
+    | CancelJob,
     Field(discriminator="type"),
 ]
 issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)

@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.messages import EVENTS_STREAM
+from shared.mongo import Origin, count_commands, origin
 from shared.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,13 @@ OUTBOX_SET_ASIDE = Counter(
     "(too large for NATS, malformed, or failing while the others were published).",
     ["owner"],
 )
+MONGODB_COMMANDS = Counter(
+    "tessera_mongodb_commands",
+    "MongoDB commands sent (PyMongo command monitoring, shared/mongo.py), by command name and "
+    "origin: http (an HTTP request), command (a NATS command), consumer (a JetStream consumer), "
+    "background (relays, pollers, scrapes).",
+    ["service", "command", "origin"],
+)
 OUTBOX_DEAD_LETTERS = Gauge(
     "tessera_outbox_dead_letters",
     "Events in an outbox's dead letters, waiting for an operator; read at scrape time.",
@@ -91,14 +99,23 @@ def instrument(
     """Request metrics on every request of `app` and GET /metrics, behind TESSERA_METRICS_TOKEN
     when it is set. In production /metrics is served only with a token: the api and events
     ports are public, and metrics tell an outsider about every tenant's traffic.
-    Call it after adding the app's other middleware, so this one is outermost."""
+    Call it after adding the app's other middleware, so this one is outermost.
+    It also counts the process's MongoDB commands under `service`."""
     app.add_middleware(HttpMetricsMiddleware, service=service)
+    count_commands(_command_counter(service))
     token = settings.metrics_token
     if token is None and settings.environment == "production":
         log.warning("GET /metrics is off: set TESSERA_METRICS_TOKEN to serve it in production")
         return
     secret = None if token is None else token.get_secret_value()
     app.include_router(metrics_router(secret, refresh))
+
+
+def _command_counter(service: str) -> Callable[[str, Origin], None]:
+    def count(command: str, origin: Origin) -> None:
+        MONGODB_COMMANDS.labels(service, command, origin).inc()
+
+    return count
 
 
 def metrics_router(token: str | None = None, refresh: Sequence[Refresh] = ()) -> APIRouter:
@@ -116,8 +133,10 @@ def metrics_router(token: str | None = None, refresh: Sequence[Refresh] = ()) ->
                 media_type="text/plain",
                 headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
             )
-        for update in refresh:
-            await update()
+        # What the gauges read is the scrape's own work, not the request's.
+        with origin("background"):
+            for update in refresh:
+                await update()
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return router
@@ -191,7 +210,8 @@ class HttpMetricsMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_status)
+            with origin("http"):
+                await self.app(scope, receive, send_status)
         finally:
             method = scope["method"] if scope["method"] in METHODS else "OTHER"
             labels = (self.service, method, route_template(scope), str(status))

@@ -121,3 +121,58 @@ class DeliveryRecord(_Record):
     # A claim on the next attempt: replicas skip a delivery while its lease runs.
     lease_until: datetime | None = None
     lease_owner: str | None = None
+
+
+# Jobs (docs/architecture.md#jobs): long work the issuer splits into chunks that any replica
+# takes. The issuer writes them; the api reads them through IssuerReads.jobs.
+JobType = Literal["import_passes", "update_passes", "template_rollout"]
+# "uploading" is the issuer's own: an import whose rows are still arriving (shown as "queued").
+JobStatus = Literal["uploading", "queued", "running", "succeeded", "failed", "canceled"]
+FINISHED_JOB_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})
+
+
+class RowError(BaseModel):
+    """Why one row (or one pass) of a batch or a job failed: the spec's error object and its
+    HTTP status, as POST /v1/passes would have answered it."""
+
+    status: int
+    type: str
+    code: str | None = None
+    message: str
+    param: str | None = None
+
+
+class JobError(BaseModel):
+    """One of a job's first errors: its row (imports) or its pass (updates)."""
+
+    row: int | None = None
+    pass_id: str | None = None
+    error: RowError
+
+
+class JobRecord(_Record):
+    type: JobType
+    status: JobStatus
+    template_id: str | None = None
+    total: int = 0
+    processed: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    errors: list[JobError] = Field(default_factory=list)
+    # Passes of the monthly quota reserved for the job's rows when it was created (imports).
+    reserved: int = 0
+    # What a job type needs besides its chunks (the values of an update_passes job, say).
+    params: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    updated_at: datetime
+
+
+class JobRowOutcome(BaseModel):
+    """What became of one row of a job: the pass it made or changed, or its error. `row` for
+    the rows of an import (from 1), `pass_id` alone for jobs over existing passes."""
+
+    row: int | None = None
+    pass_id: str | None = None
+    short_id: str | None = None
+    error: RowError | None = None

@@ -1,10 +1,28 @@
-"""MongoDB connection helper: one client per process, created in a lifespan, closed there."""
+"""MongoDB connection helper: one client per process, created in a lifespan, closed there.
 
-from typing import Any
+Every client reports the commands it sends (PyMongo's command monitoring) once the process
+opted in with `count_commands` (shared/metrics.py `instrument` does, for every service, into
+`tessera_mongodb_commands_total{service, command, origin}`), where `origin` says what sent the
+command (`command_origin`): an HTTP request, a NATS command, a JetStream consumer, or background
+work (relays, pollers, scrapes). That is how docs/performance.md counts the store round trips of
+one request, and what tests/e2e/test_round_trips.py holds to its documented figure.
+"""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Literal
 
 from pymongo import AsyncMongoClient, WriteConcern
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+from pymongo.monitoring import (
+    CommandFailedEvent,
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+)
 
 Document = dict[str, Any]
 MongoClient = AsyncMongoClient[Document]
@@ -19,7 +37,69 @@ def create_client(url: str) -> MongoClient:
     if "journal=" in url.lower():
         options = {}
     # tz_aware so every datetime read back is UTC-aware, like the ones written.
-    return AsyncMongoClient(url, tz_aware=True, uuidRepresentation="standard", **options)
+    return AsyncMongoClient(
+        url,
+        tz_aware=True,
+        uuidRepresentation="standard",
+        event_listeners=[_COUNTER],
+        **options,
+    )
+
+
+Origin = Literal["http", "command", "consumer", "background"]
+# What the current task is doing, for the command counter: set by the HTTP metrics middleware,
+# the NATS command handler and the consumers; anything else (relays, pollers) is background.
+command_origin: ContextVar[Origin] = ContextVar("command_origin", default="background")
+
+
+@contextmanager
+def origin(value: Origin) -> Iterator[None]:
+    """Count the commands sent inside the block as coming from `value`."""
+    token = command_origin.set(value)
+    try:
+        yield
+    finally:
+        command_origin.reset(token)
+
+
+CountCommand = Callable[[str, Origin], None]
+
+
+class _CommandCounter(CommandListener):
+    """Reports each command as it starts. PyMongo calls a listener in the task that sends the
+    command, so `command_origin` is that task's; in a process that did not opt in (a tool, a
+    test's own client) it does nothing."""
+
+    count: CountCommand | None = None
+
+    def started(self, event: CommandStartedEvent) -> None:
+        if self.count is not None:
+            self.count(event.command_name, command_origin.get())
+
+    def succeeded(self, event: CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: CommandFailedEvent) -> None:
+        pass
+
+
+_COUNTER = _CommandCounter()
+
+
+def count_commands(count: CountCommand | None) -> None:
+    """Call `count(command_name, origin)` for every MongoDB command this process sends from now
+    on (its clients are created with the listener; it costs nothing until this is called);
+    None stops counting."""
+    _COUNTER.count = count
+
+
+def duplicates_only(exc: BulkWriteError) -> set[int]:
+    """The positions an unordered `insert_many` refused as duplicate keys (documents stored
+    before: a redelivery); re-raises `exc` when anything else failed."""
+    errors = exc.details.get("writeErrors", [])
+    if exc.details.get("writeConcernErrors") or any(e.get("code") != 11000 for e in errors):
+        raise exc
+    return {int(error["index"]) for error in errors}
 
 
 def unjournaled(collection: AsyncCollection[Document]) -> AsyncCollection[Document]:

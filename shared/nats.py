@@ -33,6 +33,7 @@ from shared.messages import (
     pass_event_adapter,
     reply_adapter,
 )
+from shared.mongo import origin
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,8 @@ async def reply_to_command(
     without a word, and the requester sees a timeout): it is logged and answered as an error."""
     error: ApiError
     try:
-        reply = ok_reply(await handle(body))
+        with origin("command"):  # the store round trips a command costs (shared/mongo.py)
+            reply = ok_reply(await handle(body))
         if max_payload_bytes is None or len(reply) <= max_payload_bytes:
             return reply
         log.error("a reply of %d bytes is over NATS's max_payload; answering an error", len(reply))

@@ -1,4 +1,5 @@
-"""The `tessera` command: `tessera up` and `tessera accounts create`."""
+"""The `tessera` command: `tessera up`, `tessera accounts create`, `tessera import` and
+`tessera jobs watch`."""
 
 import argparse
 import asyncio
@@ -7,10 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import httpx2
+from rich.console import Console
+
 from services.api.accounts import Plan, create_account
 from services.api.repository import ApiRepository
 from shared.clock import SystemClock
 from shared.mongo import create_client
+from tessera import jobs
 from tessera.launcher import up
 
 
@@ -42,6 +47,20 @@ def _at_least_one(value: str) -> int:
     return count
 
 
+def _jobs_command(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    try:
+        target = jobs.Target.of(args.base_url, args.key)
+        if args.command == "import":
+            return jobs.run_import(
+                target, args.file, args.template, args.output, args.idempotency_key, console
+            )
+        return jobs.run_watch(target, args.job_id, console)
+    except (jobs.JobsError, OSError, httpx2.HTTPError) as exc:
+        console.print(f"tessera: {exc}")
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tessera")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -61,9 +80,28 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--name", required=True)
     create.add_argument("--plan", choices=["free", "paid"], required=True)
     create.add_argument("--data-dir", type=Path, default=Path(".tessera"))
+    api_flags = argparse.ArgumentParser(add_help=False)
+    api_flags.add_argument("--base-url", help="the API's URL (default: $TESSERA_BASE_URL)")
+    api_flags.add_argument("--key", help="an API key (default: $TESSERA_KEY)")
+    imports = commands.add_parser(
+        "import", parents=[api_flags], help="import passes from a CSV file as a job"
+    )
+    imports.add_argument("file", type=Path, help="CSV: holder_name, holder_email, fields, ...")
+    imports.add_argument("--template", required=True, help="the template's id (tmpl_...)")
+    imports.add_argument("--output", type=Path, help="results file (default FILE.results.csv)")
+    imports.add_argument(
+        "--idempotency-key", help="default: derived from the template and the file's bytes"
+    )
+    job_cmds = commands.add_parser("jobs", help="follow jobs").add_subparsers(
+        dest="action", required=True
+    )
+    watch = job_cmds.add_parser("watch", parents=[api_flags], help="a job's live progress")
+    watch.add_argument("job_id")
     args = parser.parse_args(argv)
     if args.command == "up":
         return up(args.data_dir, args.host, args.port, args.replicas)
+    if args.command in ("import", "jobs"):
+        return _jobs_command(args)
     created = asyncio.run(_create_account(_mongo_url(args.data_dir), args.name, args.plan))
     json.dump(created, sys.stdout, indent=2)
     sys.stdout.write("\n")

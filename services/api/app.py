@@ -16,15 +16,19 @@ from services.api.endpoints import (
     events,
     files,
     images,
+    jobs,
     links,
     pages,
     passes,
+    passes_batch,
     passes_variant_a,
     templates,
     webhooks,
 )
 from services.api.idempotency import IdempotencyPolicy
+from services.api.leases import QuotaLeases, RateLeases
 from services.api.middleware import RequestContextMiddleware
+from services.api.principals import PrincipalCache
 from services.api.repository import ApiRepository
 from services.events.reads import DeviceLogReads, EventReads
 from services.issuer.reads import IssuerReads
@@ -49,6 +53,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     conn = open_connections(settings)
     repo = ApiRepository(conn.db)
     relay = OutboxRelay(repo.outbox, conn.broker)
+    principals = PrincipalCache(conn.broker, settings.replica)
     context = ApiContext(
         settings=settings,
         repo=repo,
@@ -65,13 +70,20 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
             # Longer than a command may take, so a running request is never taken over.
             lock=timedelta(seconds=settings.request_timeout_seconds * 2 + 5),
         ),
+        principals=principals,
+        rate_leases=RateLeases(repo),
+        quota_leases=QuotaLeases(repo),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
-        async with running(conn, relay):
-            yield
+        async with running(conn, relay, principals):
+            try:
+                yield
+            finally:
+                # Quota units this replica leased and did not use go back to the counters.
+                await context.quota_leases.give_back()
 
     app = FastAPI(
         title="Tessera",
@@ -82,12 +94,19 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     app.state.context = context
     errors.install(app)
     openapi.install(app)
-    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestContextMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        # The import routes take far larger bodies (and CSV): endpoints/jobs.py.
+        body_rules=jobs.BODY_RULES,
+    )
     instrument(app, "api", settings, refresh=repo.outbox.gauges())
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
     routers = (
         templates,
         passes,
+        passes_batch,
+        jobs,
         download_links,
         events,
         files,

@@ -1,8 +1,9 @@
 """What endpoints receive: the app context, the authenticated principal, the idempotency key.
 
-Authentication is followed at once by the plan's rate limit (services/api/limits.py); the
+Authentication (answered from the replica's principal cache when it may, services/api/
+principals.py) is followed at once by the plan's rate limit (services/api/limits.py); the
 pass-creating endpoints also call `ApiContext.reserve_pass` (v1) or `admit_pass` (Variant A)
-for the monthly quota.
+for the monthly quota. Both limits take their units from leased blocks (services/api/leases.py).
 """
 
 import hmac
@@ -12,16 +13,18 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Request
 from faststream.nats import NatsBroker
 
-from services.api.accounts import Principal, authenticate
+from services.api.accounts import Principal
 from services.api.config import ApiSettings
 from services.api.events_out import record_pass_event
 from services.api.idempotency import IdempotencyPolicy
+from services.api.leases import QuotaLeases, RateLeases
 from services.api.limits import (
     count_admin_failure,
     enforce_rate_limit,
     refuse_admin_guessing,
     reserve_pass,
 )
+from services.api.principals import PrincipalCache
 from services.api.repository import ApiRepository
 from services.events.reads import DeviceLogReads, EventReads
 from services.issuer.reads import IssuerReads
@@ -45,19 +48,26 @@ class ApiContext:
     broker: NatsBroker
     clock: Clock
     idempotency: IdempotencyPolicy
+    principals: PrincipalCache
+    rate_leases: RateLeases
+    quota_leases: QuotaLeases
 
     async def record_event(
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None
     ) -> None:
         await record_pass_event(self.repo.outbox, self.clock, record, event_type, metadata)
 
+    async def authenticate(self, presented: str | None) -> Principal:
+        """The principal of a presented API key; 401 when it is missing, unknown or revoked."""
+        return await self.principals.authenticate(self.repo, presented)
+
     async def enforce_rate_limit(self, principal: Principal) -> None:
         """429 when the principal's window is full; records the RateLimit headers."""
-        await enforce_rate_limit(self.repo, self.settings.plans, self.clock, principal)
+        await enforce_rate_limit(self.rate_leases, self.settings.plans, self.clock, principal)
 
     async def reserve_pass(self, principal: Principal) -> None:
         """402 when this month's pass quota is used up; else reserve one pass of it."""
-        await reserve_pass(self.repo, self.settings.plans, self.clock, principal)
+        await reserve_pass(self.quota_leases, self.settings.plans, self.clock, principal)
 
     async def admit_pass(self, principal: Principal) -> None:
         """Variant A, which authenticates in the endpoint: the rate limit, then the quota."""
@@ -92,7 +102,7 @@ def _bearer(authorization: str | None) -> str | None:
 async def _principal(
     ctx: ContextDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
 ) -> Principal:
-    principal = await authenticate(ctx.repo, _bearer(authorization))
+    principal = await ctx.authenticate(_bearer(authorization))
     account_id_var.set(principal.account_id)
     await ctx.enforce_rate_limit(principal)
     return principal

@@ -2,12 +2,13 @@
 
 - The rate limit is a fixed window per API key mode (account + test/live): the plan's
   `rate_limit` requests per `rate_window_seconds`. The count lives in MongoDB, so it holds across
-  api replicas. Over it: 429 `rate_limit_error` (`rate_limited`) with `Retry-After`.
-- The quota counts passes issued per account, mode and calendar month (UTC). A creation request
-  reserves one unit before the pass is made and gives it back when it is refused (4xx). After a
-  5xx (a timeout, say) the pass may exist, so the unit stays: the quota counts every pass that
-  exists, and a retry with the same Idempotency-Key costs nothing more. Over it: 402
-  `billing_error` (`quota_exceeded`), before any pass is created.
+  api replicas; each replica leases units from it in blocks (services/api/leases.py). Over it:
+  429 `rate_limit_error` (`rate_limited`) with `Retry-After`.
+- The quota counts passes issued per account, mode and calendar month (UTC), leased in blocks the
+  same way. A creation request reserves one unit before the pass is made and gives it back when
+  it is refused (4xx). After a 5xx (a timeout, say) the pass may exist, so the unit stays: the
+  quota counts every pass that exists, and a retry with the same Idempotency-Key costs nothing
+  more. Over it: 402 `billing_error` (`quota_exceeded`), before any pass is created.
 - A capability the plan lacks (live keys on a plan without them): 403 `authorization_error`.
 
 Every authenticated response carries `RateLimit-Limit`, `RateLimit-Remaining` and
@@ -23,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 from services.api.accounts import Principal
 from services.api.config import PlanLimits
+from services.api.leases import QuotaLeases, RateLeases
 from services.api.repository import ApiRepository
 from shared.clock import Clock
 from shared.errors import AuthorizationError, BillingError, RateLimited
@@ -85,7 +87,7 @@ def check_capabilities(plan: PlanLimits, principal: Principal) -> None:
 
 
 async def enforce_rate_limit(
-    repo: ApiRepository, plans: dict[str, PlanLimits], clock: Clock, principal: Principal
+    leases: RateLeases, plans: dict[str, PlanLimits], clock: Clock, principal: Principal
 ) -> None:
     """Count this request in its window; 429 when the window is full."""
     plan = plan_limits(plans, principal.plan)
@@ -93,16 +95,17 @@ async def enforce_rate_limit(
     now = clock.now()
     start = window_start(now, plan.rate_window_seconds)
     end = start + timedelta(seconds=plan.rate_window_seconds)
-    window_id = f"{principal.account_id}:{principal.mode}:{int(start.timestamp())}"
-    count = await repo.count_request(window_id, end + WINDOW_GRACE)
+    scope = f"{principal.account_id}:{principal.mode}"
+    window_id = f"{scope}:{int(start.timestamp())}"
+    taken = await leases.take(scope, window_id, plan.rate_limit, end + WINDOW_GRACE)
     reset = max(1, math.ceil((end - now).total_seconds()))
-    headers = rate_headers(plan.rate_limit, count, reset)
+    headers = rate_headers(plan.rate_limit, plan.rate_limit - taken.remaining, reset)
     state = request_limits_var.get()
-    if count > plan.rate_limit:
+    if not taken.admitted:
         headers["Retry-After"] = str(reset)
     if state is not None:
         state.headers.update(headers)
-    if count > plan.rate_limit:
+    if not taken.admitted:
         raise RateLimited(
             f"Too many requests: the limit is {plan.rate_limit} per "
             f"{plan.rate_window_seconds} s. Retry after {reset} s.",
@@ -111,7 +114,7 @@ async def enforce_rate_limit(
 
 
 async def reserve_pass(
-    repo: ApiRepository, plans: dict[str, PlanLimits], clock: Clock, principal: Principal
+    quota: QuotaLeases, plans: dict[str, PlanLimits], clock: Clock, principal: Principal
 ) -> None:
     """Reserve one pass of this month's quota; 402 when it is used up.
 
@@ -121,8 +124,9 @@ async def reserve_pass(
     plan = plan_limits(plans, principal.plan)
     now = clock.now()
     limit = getattr(plan.monthly_passes, principal.mode)
-    counter_id = f"{principal.account_id}:{principal.mode}:{month_key(now)}"
-    if not await repo.reserve_usage(counter_id, limit, next_month(now) + USAGE_RETENTION):
+    month = month_key(now)
+    counter_id = f"{principal.account_id}:{principal.mode}:{month}"
+    if not await quota.reserve(counter_id, month, limit, next_month(now) + USAGE_RETENTION):
         raise BillingError(
             f"The monthly quota of {limit} {principal.mode}-mode passes of the "
             f"'{principal.plan}' plan is used up; it resets on {next_month(now):%Y-%m-%d} UTC.",
@@ -130,7 +134,11 @@ async def reserve_pass(
         )
     state = request_limits_var.get()
     if state is not None:
-        state.on_failure.append(lambda: repo.release_usage(counter_id))
+
+        async def give_back() -> None:
+            quota.release(counter_id, month)
+
+        state.on_failure.append(give_back)
 
 
 # Wrong admin tokens from one client address are counted per window of this length; past the
@@ -163,3 +171,59 @@ async def refuse_admin_guessing(repo: ApiRepository, clock: Clock, client: str, 
 async def count_admin_failure(repo: ApiRepository, clock: Clock, client: str) -> None:
     window_id, end = _admin_window(clock, client)
     await repo.count_request(window_id, end + WINDOW_GRACE)
+
+
+# Many passes in one request (POST /v1/passes/batch, import jobs: issue 12). Kept apart from
+# `reserve_pass` and built on the same QuotaLeases calls only.
+
+
+def quota_exhausted(
+    plans: dict[str, PlanLimits], clock: Clock, principal: Principal
+) -> BillingError:
+    """The 402 of a pass (a row of a batch or an import) past this month's quota."""
+    plan = plan_limits(plans, principal.plan)
+    now = clock.now()
+    limit = getattr(plan.monthly_passes, principal.mode)
+    return BillingError(
+        f"The monthly quota of {limit} {principal.mode}-mode passes of the "
+        f"'{principal.plan}' plan is used up; it resets on {next_month(now):%Y-%m-%d} UTC.",
+        code="quota_exceeded",
+    )
+
+
+async def reserve_passes(
+    quota: QuotaLeases,
+    plans: dict[str, PlanLimits],
+    clock: Clock,
+    principal: Principal,
+    wanted: int,
+) -> int:
+    """Reserve up to `wanted` passes of this month's quota; how many were (0 when it is used
+    up). All of them are given back if the request is refused (4xx); the request gives back
+    those of rows that made no pass with `release_passes`."""
+    plan = plan_limits(plans, principal.plan)
+    now = clock.now()
+    limit = getattr(plan.monthly_passes, principal.mode)
+    month = month_key(now)
+    counter_id = f"{principal.account_id}:{principal.mode}:{month}"
+    expires_at = next_month(now) + USAGE_RETENTION
+    granted = 0
+    # Units come from the replica's leased block (one store write per block, not per unit).
+    while granted < wanted and await quota.reserve(counter_id, month, limit, expires_at):
+        granted += 1
+    state = request_limits_var.get()
+    if state is not None and granted:
+
+        async def give_back() -> None:
+            release_passes(quota, clock, principal, granted)
+
+        state.on_failure.append(give_back)
+    return granted
+
+
+def release_passes(quota: QuotaLeases, clock: Clock, principal: Principal, units: int) -> None:
+    """Give back reserved units that made no pass (rows refused by the issuer)."""
+    month = month_key(clock.now())
+    counter_id = f"{principal.account_id}:{principal.mode}:{month}"
+    for _ in range(units):
+        quota.release(counter_id, month)

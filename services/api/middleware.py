@@ -2,7 +2,8 @@
 
 Bodies over `max_body_bytes` are refused with 413 (checked against Content-Length, and while
 streaming when the length is not declared); a body sent with a non-JSON content type is 415.
-Both answer in the spec's envelope.
+Both answer in the spec's envelope. A path with a `BodyRule` (the import routes of
+/v1/jobs) has a limit and content types of its own.
 
 It also gives each request a `RequestLimits` (services/api/limits.py): the RateLimit headers
 the limits computed are added to the response, and a request refused with a 4xx gives back the
@@ -13,6 +14,8 @@ import json
 import logging
 import re
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,10 +32,21 @@ _TOKEN = re.compile(r"pdl_[A-Za-z0-9_\-]+")
 _BODY_METHODS = {b"POST", b"PUT", b"PATCH", "POST", "PUT", "PATCH"}
 
 
+@dataclass(frozen=True)
+class BodyRule:
+    """One path's own body limit and, when not JSON, the content types it takes."""
+
+    max_bytes: int
+    media_types: frozenset[bytes] = frozenset()
+
+
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int):
+    def __init__(
+        self, app: ASGIApp, max_body_bytes: int, body_rules: Mapping[str, BodyRule] | None = None
+    ):
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_rules = dict(body_rules or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,7 +81,7 @@ class RequestContextMiddleware:
             if error is not None:
                 await _send_error(send_with_id, scope["path"], error)
                 return
-            await self.app(scope, self._limited(receive), send_with_id)
+            await self.app(scope, self._limited(receive, self._max_bytes(scope)), send_with_id)
         except PayloadTooLarge as exc:
             if "status" not in status_holder:
                 await _send_error(send_with_id, scope["path"], exc)
@@ -90,15 +104,29 @@ class RequestContextMiddleware:
                 (time.perf_counter() - started) * 1000,
             )
 
+    def _max_bytes(self, scope: Scope) -> int:
+        rule = self.body_rules.get(scope["path"])
+        return self.max_body_bytes if rule is None else rule.max_bytes
+
     def _refuse(self, scope: Scope) -> ApiError | None:
         if scope["method"] not in _BODY_METHODS:
             return None
         headers = {key.lower(): value for key, value in scope["headers"]}
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            return _too_large(self.max_body_bytes)
+        limit = self._max_bytes(scope)
+        if length is not None and length.isdigit() and int(length) > limit:
+            return _too_large(limit)
         has_body = (length is not None and length != b"0") or b"transfer-encoding" in headers
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        rule = self.body_rules.get(scope["path"])
+        if rule is not None and rule.media_types:
+            if has_body and content_type not in rule.media_types:
+                wanted = " or ".join(sorted(media.decode() for media in rule.media_types))
+                return UnsupportedMediaType(
+                    f"Send the request body with Content-Type: {wanted}.",
+                    code="unsupported_media_type",
+                )
+            return None
         if has_body and not (
             content_type == b"application/json" or content_type.endswith(b"+json")
         ):
@@ -108,7 +136,7 @@ class RequestContextMiddleware:
             )
         return None
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limited(self, receive: Receive, limit: int) -> Receive:
         seen = 0
 
         async def limited() -> Message:
@@ -116,8 +144,8 @@ class RequestContextMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_body_bytes:
-                    raise _too_large(self.max_body_bytes)
+                if seen > limit:
+                    raise _too_large(limit)
             return message
 
         return limited

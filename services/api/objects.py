@@ -5,16 +5,19 @@ with (`PassObject.of(record, site_url)`) and which the OpenAPI document describe
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from shared.clock import iso
 from shared.messages import WebhookCreated
 from shared.models import (
     DeliveryRecord,
     DownloadLinkRecord,
+    JobError,
+    JobRecord,
     Mode,
     PassEventRecord,
     PassRecord,
+    RowError,
     TemplateRecord,
 )
 from shared.views import DeviceLogView, WebhookView
@@ -206,6 +209,78 @@ class DeliveryObject(BaseModel):
         )
 
 
+class _Sparse(BaseModel):
+    """An object whose absent parts are left out rather than null (a row has a pass or an
+    error, never both)."""
+
+    model_config = ConfigDict(serialize_by_alias=True, populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _present(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if value is not None}
+
+
+def error_body(error: RowError) -> ErrorBody:
+    return ErrorBody(type=error.type, code=error.code, message=error.message, param=error.param)
+
+
+class BatchRowObject(_Sparse):
+    index: int
+    status: int
+    pass_object: PassObject | None = Field(None, alias="pass")
+    error: ErrorBody | None = None
+
+
+class BatchObject(BaseModel):
+    object: Literal["batch"] = "batch"
+    data: list[BatchRowObject]
+
+
+class JobErrorObject(_Sparse):
+    row: int | None = None
+    pass_id: str | None = None
+    error: ErrorBody
+
+    @classmethod
+    def of(cls, entry: JobError) -> "JobErrorObject":
+        return cls(row=entry.row, pass_id=entry.pass_id, error=error_body(entry.error))
+
+
+class JobObject(BaseModel):
+    id: str
+    object: Literal["job"] = "job"
+    type: Literal["import_passes", "update_passes", "template_rollout"]
+    status: Literal["queued", "running", "succeeded", "failed", "canceled"]
+    template_id: str | None
+    total: int
+    processed: int
+    succeeded: int
+    failed: int
+    errors: list[JobErrorObject]
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+    @classmethod
+    def of(cls, record: JobRecord) -> "JobObject":
+        return cls(
+            id=record.id,
+            type=record.type,
+            # An import still receiving its rows has not started: queued, to the client.
+            status="queued" if record.status == "uploading" else record.status,
+            template_id=record.template_id,
+            total=record.total,
+            processed=record.processed,
+            succeeded=record.succeeded,
+            failed=record.failed,
+            errors=[JobErrorObject.of(entry) for entry in record.errors],
+            created_at=iso(record.created_at),
+            started_at=_iso_or_none(record.started_at),
+            finished_at=_iso_or_none(record.finished_at),
+        )
+
+
 class ListObject(BaseModel, Generic[T]):
     object: Literal["list"] = "list"
     data: list[T]
@@ -235,6 +310,8 @@ _ERRORS: dict[int, str] = {
     404: "not_found_error",
     402: "billing_error",
     409: "idempotency_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
     429: "rate_limit_error",
     500: "api_error",
 }

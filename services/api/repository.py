@@ -1,14 +1,16 @@
 """Every MongoDB call of the api: accounts, API keys, idempotency records and limit counters;
 its outbox (`api_outbox`, for the events it observes) is the shared one (shared/outbox.py).
 
-Rate-limit windows and monthly pass counters live in MongoDB (atomic `$inc` upserts, expired by
-TTL indexes) so that every api replica counts against the same numbers.
+Rate-limit windows and monthly pass counters live in MongoDB (atomic conditional `$inc` upserts,
+expired by TTL indexes) so that every api replica counts against the same numbers; replicas take
+their units in blocks (services/api/leases.py).
 """
 
 from datetime import datetime
 from typing import Any
 
 from pymongo import ASCENDING, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from shared.mongo import Database, Document, unjournaled
@@ -116,31 +118,52 @@ class ApiRepository:
             return int(doc["count"]) if doc else 1
         raise AssertionError("unreachable")
 
-    async def reserve_usage(self, counter_id: str, limit: int, expires_at: datetime) -> bool:
-        """Add one to a usage counter unless it already reached `limit`; False when it had."""
-        if limit <= 0:
-            return False
-        try:
-            await self._usage.update_one(
-                {"_id": counter_id, "count": {"$lt": limit}},
-                {"$inc": {"count": 1}, "$setOnInsert": {"expires_at": expires_at}},
-                upsert=True,
-            )
-        except DuplicateKeyError:
-            # The counter exists (at the limit, or created by another replica just now):
-            # count against it without upserting.
-            result = await self._usage.update_one(
-                {"_id": counter_id, "count": {"$lt": limit}}, {"$inc": {"count": 1}}
-            )
-            return result.modified_count == 1
-        return True
+    async def lease_window(
+        self, window_id: str, want: int, limit: int, expires_at: datetime
+    ) -> tuple[int, int]:
+        """Take `want` units of a rate-limit window whose allowance is `limit` (or one, when
+        fewer are left); returns (units taken, the window's count after), (0, limit) when full."""
+        return await _lease(self._rate_windows, window_id, want, limit, expires_at)
 
-    async def release_usage(self, counter_id: str) -> None:
-        """Give back one reserved unit (the request it was reserved for failed)."""
+    async def lease_usage(
+        self, counter_id: str, want: int, limit: int, expires_at: datetime
+    ) -> tuple[int, int]:
+        """Take `want` units of a monthly pass counter, as `lease_window` does."""
+        if limit <= 0:
+            return 0, limit
+        return await _lease(self._usage, counter_id, want, limit, expires_at)
+
+    async def release_usage(self, counter_id: str, units: int = 1) -> None:
+        """Give back reserved units nothing was made with."""
         await self._usage.update_one(
-            {"_id": counter_id, "count": {"$gt": 0}}, {"$inc": {"count": -1}}
+            {"_id": counter_id, "count": {"$gte": units}}, {"$inc": {"count": -units}}
         )
 
     async def usage(self, counter_id: str) -> int:
         doc = await self._usage.find_one({"_id": counter_id})
         return int(doc["count"]) if doc else 0
+
+
+async def _lease(
+    counters: AsyncCollection[Document],
+    counter_id: str,
+    want: int,
+    limit: int,
+    expires_at: datetime,
+) -> tuple[int, int]:
+    """Add `want` to a counter if that keeps it within `limit`, else one if that does: one
+    conditional upsert, never past the limit. A DuplicateKeyError means the counter exists and
+    the condition failed (too few left), or another replica created it just now: the next
+    (smaller) try tells which."""
+    for size in (want, 1):
+        try:
+            doc = await counters.find_one_and_update(
+                {"_id": counter_id, "count": {"$lte": limit - size}},
+                {"$inc": {"count": size}, "$setOnInsert": {"expires_at": expires_at}},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+        except DuplicateKeyError:
+            continue
+        return size, int(doc["count"]) if doc else size
+    return 0, limit

@@ -158,3 +158,45 @@ class AccountUpdate(_Body):
 
 class ApiKeyCreate(_Body):
     mode: Mode
+
+
+# Many passes at once (issue 12): the rows are checked one by one (`PassCreate`,
+# `ImportRowCreate`), so that a bad row fails alone instead of the whole request.
+MAX_BATCH_ROWS = 100
+MAX_IMPORT_ROWS = 100_000
+
+
+class PassBatchCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    passes: list[Any] = Field(
+        min_length=1, max_length=MAX_BATCH_ROWS, description="1 to 100 POST /v1/passes bodies."
+    )
+
+
+class ImportRowCreate(_Body):
+    """A row of an import job: a POST /v1/passes body without the template (said once)."""
+
+    holder_email: EmailStr | None = None
+    holder_name: str | None = Field(None, max_length=MAX_HOLDER_NAME_CHARS)
+    field_values: dict[str, str] = Field(default_factory=dict, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict, max_length=MAX_METADATA_KEYS)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "ImportRowCreate":
+        _within_pass_limits(self.field_values, self.metadata)
+        return self
+
+
+class ImportJobCreate(BaseModel):
+    """POST /v1/jobs with type `import_passes` (more job types join it as a union on `type`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["import_passes"]
+    template_id: str = Field(max_length=100)
+    rows: list[Any] = Field(
+        min_length=1,
+        max_length=MAX_IMPORT_ROWS,
+        description="1 to 100,000 rows: holder_name, holder_email, field_values, metadata.",
+    )

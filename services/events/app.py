@@ -26,7 +26,7 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     settings = settings or EventsSettings()
     conn = open_connections(settings)
     repo = EventsRepository(conn.db)
-    handlers.register(conn.broker, repo)
+    recorder = handlers.register(conn.broker, repo)
     outbox = events_outbox(conn.db)
     relay = OutboxRelay(outbox, conn.broker)
     wallet = apple_wallet(conn, settings, outbox)
@@ -38,7 +38,7 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
         try:
-            async with running(conn, relay):
+            async with running(conn, relay, recorder):
                 yield
         finally:
             await apns.aclose()

@@ -1,6 +1,7 @@
 """The events service's JetStream subscribers: the durable consumer of the events stream (record
-each event, then acknowledge) and the one of the live-updates work queue (push the pass's
-devices, publish its event, then acknowledge)."""
+each fetched batch with one insert, then acknowledge its events; shared/event_batches.py) and the
+one of the live-updates work queue (push the pass's devices, publish its event, then
+acknowledge)."""
 
 import logging
 
@@ -10,7 +11,8 @@ from pydantic import ValidationError
 
 from services.events.push import LiveUpdates
 from services.events.repository import EventsRepository
-from services.events.service import record_event
+from services.events.service import record_events
+from shared.event_batches import EventBatchConsumer
 from shared.messages import (
     EVENTS_CONSUMER,
     LIVE_UPDATES_CONSUMER,
@@ -19,7 +21,6 @@ from shared.messages import (
     PassEventMessage,
     live_update_adapter,
 )
-from shared.nats import subscribe_to_events
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +29,13 @@ log = logging.getLogger(__name__)
 LIVE_UPDATE_RETRY_SECONDS = 2.0
 
 
-def register(broker: NatsBroker, repo: EventsRepository) -> None:
-    async def record(event: PassEventMessage) -> None:
-        await record_event(repo, event)
+def register(broker: NatsBroker, repo: EventsRepository) -> EventBatchConsumer:
+    """The consumer that records events; a worker for the app's `running`."""
 
-    subscribe_to_events(broker, EVENTS_CONSUMER, record)
+    async def record(events: list[PassEventMessage]) -> None:
+        await record_events(repo, events)
+
+    return EventBatchConsumer(broker, EVENTS_CONSUMER, record)
 
 
 def register_live_updates(broker: NatsBroker, live_updates: LiveUpdates, workers: int) -> None:

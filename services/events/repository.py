@@ -11,12 +11,12 @@ from typing import Literal
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from shared.ids import new_id
 from shared.messages import PassEventMessage
 from shared.models import PassEventRecord
-from shared.mongo import Database, Document
+from shared.mongo import Database, Document, duplicates_only
 from shared.outbox import Outbox
 
 
@@ -31,11 +31,21 @@ class EventsRepository:
 
     async def record(self, event: PassEventRecord) -> bool:
         """Store an event once; False when its id was already recorded (a redelivery)."""
+        return await self.record_many([event]) == 1
+
+    async def record_many(self, events: Sequence[PassEventRecord]) -> int:
+        """Store a batch with one unordered insert; events whose id was recorded before (a
+        redelivery) are skipped without failing the others. How many were new."""
+        if not events:
+            return 0
         try:
-            await self._events.insert_one(event.to_document())
-        except DuplicateKeyError:
-            return False
-        return True
+            result = await self._events.insert_many(
+                [event.to_document() for event in events], ordered=False
+            )
+        except BulkWriteError as exc:
+            # Anything but a duplicate re-raises: the batch is then delivered again.
+            return len(events) - len(duplicates_only(exc))
+        return len(result.inserted_ids)
 
 
 # --- Google Wallet callback nonces ---------------------------------------------------------------

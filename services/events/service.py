@@ -1,4 +1,4 @@
-"""Recording lifecycle events exactly once."""
+"""Recording lifecycle events exactly once, a consumer's batch at a time."""
 
 import logging
 
@@ -9,8 +9,8 @@ from shared.models import PassEventRecord
 log = logging.getLogger(__name__)
 
 
-async def record_event(repo: EventsRepository, event: PassEventMessage) -> bool:
-    record = PassEventRecord.model_validate(
+def event_record(event: PassEventMessage) -> PassEventRecord:
+    return PassEventRecord.model_validate(
         {
             "_id": event.id,
             "account_id": event.account_id,
@@ -21,7 +21,16 @@ async def record_event(repo: EventsRepository, event: PassEventMessage) -> bool:
             "created_at": event.created_at,
         }
     )
-    stored = await repo.record(record)
-    if not stored:
-        log.info("event %s already recorded; redelivery ignored", event.id)
+
+
+async def record_events(repo: EventsRepository, events: list[PassEventMessage]) -> int:
+    """Store a batch of events, each once (a redelivered one is skipped); how many were new."""
+    stored = await repo.record_many([event_record(event) for event in events])
+    if skipped := len(events) - stored:
+        log.info("%d of %d events already recorded; redelivery ignored", skipped, len(events))
     return stored
+
+
+async def record_event(repo: EventsRepository, event: PassEventMessage) -> bool:
+    """One event; False when it was recorded before."""
+    return await record_events(repo, [event]) == 1

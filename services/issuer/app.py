@@ -7,10 +7,16 @@ from fastapi import FastAPI
 
 from services.issuer import handlers
 from services.issuer.artifacts import WalletArtifacts
+from services.issuer.bulk import PassMaker
 from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.identity import load_identities
+from services.issuer.jobs.import_passes import JOB_TYPE as IMPORT_PASSES
+from services.issuer.jobs.import_passes import ImportPasses
+from services.issuer.jobs.registry import JobRegistry
+from services.issuer.jobs.store import JobStore
+from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
@@ -49,6 +55,21 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     artifacts = WalletArtifacts(
         identities, google, site_url=settings.site_url, wallet_url=settings.wallet_url
     )
+    job_store = JobStore(conn.db)
+    # Job types and their handlers: what a job's chunks are done with (jobs/registry.py).
+    registry = JobRegistry()
+    registry.register(IMPORT_PASSES, ImportPasses(PassMaker(repo, artifacts, clock)))
+    worker = JobWorker(
+        repo,
+        job_store,
+        registry,
+        clock,
+        relay.notify,
+        concurrency=settings.job_workers,
+        lease_seconds=settings.job_lease_seconds,
+        poll_seconds=settings.job_poll_seconds,
+        upload_timeout_seconds=settings.job_upload_timeout_seconds,
+    )
     service = IssuerService(
         repo,
         artifacts,
@@ -57,13 +78,16 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         # Give up before the api stops waiting, so the caller hears why.
         conflict_budget_seconds=settings.request_timeout_seconds * 0.8,
         message_limit=lambda: max_payload(conn.broker),
+        job_store=job_store,
+        on_job_started=worker.notify,
     )
     handlers.register(conn.broker, service, settings.command_workers)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
-        async with running(conn, relay):
+        await job_store.ensure_indexes()
+        async with running(conn, relay, worker):
             try:
                 yield
             finally:

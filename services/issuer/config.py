@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import AppleIdentitySettings
@@ -20,6 +20,14 @@ class IssuerSettings(AppleIdentitySettings):
     outbox_poll_seconds: float = 1.0
     # Commands handled at once by one issuer process (each in its own transaction).
     command_workers: int = 16
+    # Jobs (docs/architecture.md#jobs): chunks one issuer process works on at once, how long a
+    # claim holds a chunk (longer than any chunk takes; a dead replica's chunks are taken over
+    # when it expires), the safety-net poll, and how long an import's upload may take before
+    # the job is failed.
+    job_workers: int = Field(2, ge=1)
+    job_lease_seconds: float = Field(60.0, gt=0)
+    job_poll_seconds: float = Field(1.0, gt=0)
+    job_upload_timeout_seconds: float = Field(3600.0, gt=0)
 
     @model_validator(mode="after")
     def _google_complete(self) -> "IssuerSettings":

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from services.issuer.bundle import pkpass_zip
+from services.issuer.jobs.reads import JobReads
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 from shared.mongo import Database
@@ -29,6 +30,8 @@ class IssuerReads:
         self._pass_files = db["pass_files"]
         self._template_assets = db["template_assets"]
         self._download_links = db["download_links"]
+        # Jobs and their results (services/issuer/jobs/reads.py).
+        self.jobs = JobReads(db)
         # Asset sets never change under their id (a digest of the files): cached freely.
         self._assets: BoundedCache[str, tuple[tuple[str, bytes], ...]] = BoundedCache(
             READ_ASSETS_CACHE_BYTES, lambda files: sum(len(data) for _, data in files)

@@ -16,7 +16,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
@@ -27,6 +27,16 @@ PROCESSED_COMMAND_TTL = timedelta(hours=48)
 EXPIRED_LINK_KEPT = timedelta(days=30)
 
 log = logging.getLogger(__name__)
+
+
+def is_duplicate(exc: Exception) -> bool:
+    """A unique key refused the write: a duplicate insert, or an insert_many's duplicates."""
+    if isinstance(exc, DuplicateKeyError):
+        return True
+    if isinstance(exc, BulkWriteError):
+        errors = exc.details.get("writeErrors", [])
+        return bool(errors) and all(error.get("code") == 11000 for error in errors)
+    return False
 
 
 class ConcurrentUpdate(Exception):
@@ -156,6 +166,11 @@ class UnitOfWork:
         self._repo = repo
         self._session = session
 
+    @property
+    def session(self) -> AsyncClientSession:
+        """For the writes of other stores of the issuer in the same transaction (jobs)."""
+        return self._session
+
     async def insert_template(self, record: TemplateRecord) -> None:
         await self._repo.templates.insert_one(record.to_document(), session=self._session)
 
@@ -188,11 +203,54 @@ class UnitOfWork:
     async def insert_download_link(self, record: DownloadLinkRecord) -> None:
         await self._repo.download_links.insert_one(record.to_document(), session=self._session)
 
+    async def insert_new_passes(self, passes: Sequence[tuple[PassRecord, PassFile]]) -> None:
+        """New passes and their files, one insert_many each (a batch, a chunk of a job)."""
+        await self._repo.passes.insert_many(
+            [record.to_document() for record, _ in passes], session=self._session
+        )
+        await self._repo.pass_files.insert_many(
+            [
+                {"_id": record.id, **file.to_document(), "created_at": record.updated_at}
+                for record, file in passes
+            ],
+            session=self._session,
+        )
+
     async def add_outbox(self, message: OutboxMessage, at: datetime) -> None:
         await self._repo.outbox.add(message, at, session=self._session)
+
+    async def add_outbox_many(self, messages: Sequence[OutboxMessage], at: datetime) -> None:
+        """Several events in one insert, as `Outbox.add` writes each (the relay is woken by the
+        caller once the transaction committed)."""
+        if len(messages) == 1:
+            await self.add_outbox(messages[0], at)
+        elif messages:
+            documents = [
+                {
+                    "_id": message.id,
+                    "subject": message.subject,
+                    "payload": message.model_dump_json().encode(),
+                    "created_at": at,
+                }
+                for message in messages
+            ]
+            await self._repo.outbox.documents.insert_many(documents, session=self._session)
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
         await self._repo.processed.insert_one(
             {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL},
+            session=self._session,
+        )
+
+    async def record_commands(
+        self, results: Sequence[tuple[str, dict[str, Any]]], at: datetime | None = None
+    ) -> None:
+        """Processed markers of many rows at once (each row of a batch or a job chunk has a
+        command id of its own): a duplicate fails the transaction, so a row is made once."""
+        if not results:
+            return
+        expires = (at or datetime.now(UTC)) + PROCESSED_COMMAND_TTL
+        await self._repo.processed.insert_many(
+            [{"_id": key, "result": result, "expires_at": expires} for key, result in results],
             session=self._session,
         )

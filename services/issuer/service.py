@@ -10,23 +10,25 @@ pushes the pass's devices and then publishes the event with the push counts.
 import asyncio
 import logging
 import random
-import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import OperationFailure
 
 from services.issuer.artifacts import WalletArtifacts
+from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass, row_error
+from services.issuer.jobs.commands import JobCommands
+from services.issuer.jobs.store import JobStore
 from services.issuer.repository import (
     ConcurrentUpdate,
     IssuerRepository,
     PassFile,
     UnitOfWork,
+    is_duplicate,
     last_modified_after,
 )
 from services.issuer.validation import (
@@ -38,29 +40,35 @@ from services.issuer.validation import (
 from shared.clock import Clock
 from shared.design import Design
 from shared.errors import (
-    AuthorizationError,
+    ApiError,
     InternalError,
     InvalidRequest,
     PayloadTooLarge,
     not_found,
 )
-from shared.ids import new_id, short_slug
+from shared.ids import new_id
 from shared.messages import (
     LIVE_UPDATE_EVENT_TYPES,
+    AddImportRows,
+    BatchRowResult,
+    CancelJob,
     CreateDownloadLink,
     CreatePass,
+    CreatePasses,
     CreateTemplate,
     IssuerCommand,
     LiveUpdate,
+    PassesCreated,
     PassEventMessage,
     PassEventType,
+    StartJob,
     UpdatePass,
     UpdateTemplate,
     VoidPass,
     ok_reply,
 )
 from shared.metrics import PASSES_ISSUED
-from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
+from shared.models import DownloadLinkRecord, PassRecord, RowError, TemplateRecord
 from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.pass_events import pass_event
 
@@ -78,6 +86,8 @@ class Outcome:
     apply: Apply
     # What the outbox publishes: events, and live updates (an update's or a void's event).
     events: list[PassEventMessage | LiveUpdate] = field(default_factory=list)
+    # Run once the transaction committed (a job was started: wake the job worker).
+    after_commit: Callable[[], Awaitable[None]] | None = None
 
 
 class IssuerService:
@@ -89,8 +99,13 @@ class IssuerService:
         on_commit: Callable[[], None],
         conflict_budget_seconds: float = 4.0,
         message_limit: Callable[[], int | None] = lambda: None,
+        job_store: JobStore | None = None,
+        on_job_started: Callable[[], None] = lambda: None,
     ):
         self._repo = repo
+        self._maker = PassMaker(repo, artifacts, clock)
+        self._jobs = JobCommands(job_store or JobStore(repo.db), self._maker, clock)
+        self._on_job_started = on_job_started
         self._message_limit = message_limit
         self._conflict_budget = conflict_budget_seconds
         self._artifacts = artifacts
@@ -139,11 +154,12 @@ class IssuerService:
             async with self._repo.unit_of_work() as uow:
                 await outcome.apply(uow)
                 now = self._clock.now()
-                for message in outcome.events:
-                    await uow.add_outbox(message, now)
+                await uow.add_outbox_many(outcome.events, now)
                 result = outcome.result.model_dump(mode="json")
                 await uow.record_command(command.command_id, result, now)
-        except DuplicateKeyError:
+        except OperationFailure as exc:
+            if not is_duplicate(exc):
+                raise
             # A concurrent replay of the same command committed first: answer with its result.
             stored = await self._repo.processed_result(command.command_id)
             if stored is None:
@@ -151,8 +167,12 @@ class IssuerService:
             return command.parse_result(stored)
         if isinstance(command, CreatePass):
             PASSES_ISSUED.labels(command.mode).inc()
+        elif isinstance(command, CreatePasses):
+            PASSES_ISSUED.labels(command.mode).inc(len(outcome.events))
         if outcome.events:
             self._on_commit()
+        if outcome.after_commit is not None:
+            await outcome.after_commit()
         return outcome.result
 
     def _check_sendable(self, outcome: Outcome) -> None:
@@ -186,6 +206,19 @@ class IssuerService:
                 return await self._void_pass(command)
             case CreateDownloadLink():
                 return await self._create_download_link(command)
+            case CreatePasses():
+                return await self._create_passes(command)
+            case AddImportRows():
+                return Outcome(*await self._jobs.add_import_rows(command))
+            case StartJob():
+                started = Outcome(*await self._jobs.start(command))
+                started.after_commit = self._job_started
+                return started
+            case CancelJob():
+                return Outcome(*await self._jobs.cancel(command))
+
+    async def _job_started(self) -> None:
+        self._on_job_started()
 
     async def _create_template(self, cmd: CreateTemplate) -> Outcome:
         # Off the event loop: validating decodes and re-encodes every image (Pillow).
@@ -237,47 +270,59 @@ class IssuerService:
         return Outcome(result=updated, apply=apply)
 
     async def _create_pass(self, cmd: CreatePass) -> Outcome:
-        template = await self._template_or_404(cmd, cmd.template_id, "template_id")
-        if template.archived:
-            raise InvalidRequest(
-                f"Template '{template.id}' is archived; no new passes can be issued from it.",
-                param="template_id",
-                code="template_archived",
-            )
-        if cmd.mode == "live" and not self._identities.live_ready:
-            missing = " and ".join(self._identities.missing_for_live())
-            raise AuthorizationError(
-                f"Live passes cannot be issued: this Tessera has no production {missing} "
-                "credentials. Use a test key, or ask the operator to configure them.",
-                code="live_signing_not_configured",
-            )
+        found = await self._repo.template(cmd.account_id, cmd.mode, cmd.template_id)
+        template = issuable(found, cmd.template_id, cmd.mode, self._artifacts)
         design = Design.from_stored(template.design)
-        check_field_values(design, cmd.field_values)
-        check_pass_limits(cmd.field_values, cmd.metadata)
-        check_metadata_dates(cmd.metadata)
-        now = self._clock.now()
-        record = PassRecord.model_validate(
-            {
-                "_id": new_id("pass"),
-                "account_id": cmd.account_id,
-                "mode": cmd.mode,
-                # 95 random bits: a collision is practically impossible, and the unique index
-                # on short_id refuses one (the command fails; a retry draws another), so no
-                # lookup round trip is spent on it.
-                "short_id": short_slug(),
-                "template_id": template.id,
-                "serial_number": str(uuid.uuid4()),
-                "holder_email": cmd.holder_email,
-                "holder_name": cmd.holder_name,
-                "field_values": cmd.field_values,
-                "metadata": cmd.metadata,
-                "created_via_api": cmd.created_via_api,
-                "authentication_token": secrets.token_urlsafe(24),
-                "created_at": now,
-                "updated_at": now,
-            }
+        record = new_pass(
+            template,
+            design,
+            cmd,
+            account_id=cmd.account_id,
+            mode=cmd.mode,
+            created_via_api=cmd.created_via_api,
+            now=self._clock.now(),
         )
         return await self._store_pass(record, template, design, "created", {}, insert=True)
+
+    async def _create_passes(self, cmd: CreatePasses) -> Outcome:
+        """A batch: each row prepared on its own, the passes written together (bulk.py)."""
+        results: dict[int, BatchRowResult] = {}
+        made: list[NewPass] = []
+        for template_id in dict.fromkeys(row.template_id for row in cmd.rows):
+            rows = [(row.index, row) for row in cmd.rows if row.template_id == template_id]
+            try:
+                template = await self._maker.template(cmd.account_id, cmd.mode, template_id)
+            except ApiError as exc:
+                if exc.status >= 500:
+                    raise
+                error: RowError = row_error(exc)
+                results.update(
+                    (index, BatchRowResult(index=index, error=error)) for index, _ in rows
+                )
+                continue
+            prepared = await self._maker.prepare(
+                template,
+                rows,
+                account_id=cmd.account_id,
+                mode=cmd.mode,
+                created_via_api=cmd.created_via_api,
+            )
+            for index, row_failure in prepared.errors.items():
+                results[index] = BatchRowResult(index=index, error=row_failure)
+            made += prepared.passes
+        for new in made:
+            # The save link stays out of the reply (the pass object does not show it).
+            record = new.record.model_copy(update={"google_save_url": None})
+            results[new.key] = BatchRowResult(index=new.key, record=record)
+        markers = [(f"{cmd.command_id}:{new.key}", {"pass_id": new.record.id}) for new in made]
+
+        async def apply(uow: UnitOfWork) -> None:
+            if made:
+                await uow.insert_new_passes([(new.record, new.file) for new in made])
+            await uow.record_commands(markers, self._clock.now())
+
+        result = PassesCreated(rows=[results[row.index] for row in cmd.rows])
+        return Outcome(result, apply, events=[new.event for new in made])
 
     async def _pass_or_404(self, cmd: UpdatePass | VoidPass | CreateDownloadLink) -> PassRecord:
         record = await self._repo.pass_(cmd.account_id, cmd.mode, cmd.pass_id)

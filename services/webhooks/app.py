@@ -47,7 +47,9 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         max_per_account=settings.max_concurrent_per_account,
         poll_seconds=settings.scheduler_poll_seconds,
     )
-    handlers.register(conn.broker, repo, clock, settings.retry_schedule_seconds, scheduler.offer)
+    fan_out = handlers.register(
+        conn.broker, repo, clock, settings.retry_schedule_seconds, scheduler.offer
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -59,7 +61,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
             resolver=resolve,
         )
         deliverer = Deliverer(repo, box, sender, clock, settings.retry_schedule_seconds)
-        async with running(conn):
+        async with running(conn, fan_out):
             scheduler.start(deliverer.attempt)
             try:
                 yield

@@ -1,16 +1,20 @@
 """Deliveries: made from events (fan-out), then attempted one at a time (spec 2.7, 3.5, 6.3).
 
 Fan-out: for each enabled webhook of the event's account and mode subscribed to the event's
-webhook type or to "*", one `pending` delivery whose body is fixed now. The unique
+webhook type or to "*", one `pending` delivery whose body is fixed now. The consumer hands over
+a batch of events: the webhooks of each account and mode in it are read with one query, and
+every delivery of the batch is stored with one unordered insert. The unique
 (webhook_id, event_id) index makes a redelivered event create nothing new. Whether a webhook is
 enabled and what it subscribes to is read when the webhooks service processes the event
-(normally milliseconds after it happened): a webhook disabled then gets nothing for the event,
-even once it is enabled again. A delivery already made keeps its schedule when its webhook is
-disabled later; deleting the webhook deletes its deliveries, which ends their retries.
+(normally milliseconds after it happened; nothing is cached): a webhook disabled then gets
+nothing for the event, even once it is enabled again. A delivery already made keeps its
+schedule when its webhook is disabled later; deleting the webhook deletes its deliveries, which
+ends their retries.
 """
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from services.webhooks import payload
@@ -25,7 +29,7 @@ from shared.ids import new_id
 from shared.logs import account_id_var
 from shared.messages import PassEventMessage
 from shared.metrics import WEBHOOK_DELIVERIES
-from shared.models import DeliveryRecord
+from shared.models import DeliveryRecord, WebhookRecord
 
 log = logging.getLogger(__name__)
 
@@ -34,28 +38,51 @@ async def fan_out(
     repo: WebhookRepository, clock: Clock, delays: list[float], event: PassEventMessage
 ) -> list[DeliveryRecord]:
     """The deliveries this event created (none for a redelivered event)."""
-    kind = webhook_type(event.event_type, event.metadata)
-    if kind is None:
-        return []
+    return await fan_out_batch(repo, clock, delays, [event])
+
+
+async def fan_out_batch(
+    repo: WebhookRepository, clock: Clock, delays: list[float], events: list[PassEventMessage]
+) -> list[DeliveryRecord]:
+    """The deliveries these events created (none for redelivered ones): one query per account
+    and mode of the batch, one insert for all."""
+    typed = [(event, kind) for event in events if (kind := _kind(event)) is not None]
+    scopes: dict[tuple[str, str], set[str]] = {}
+    for event, kind in typed:
+        scopes.setdefault((event.account_id, event.mode), set()).add(kind)
+    hooks: dict[tuple[str, str], list[WebhookRecord]] = {}
+    for (account_id, mode), kinds in scopes.items():
+        hooks[(account_id, mode)] = await repo.subscribed_to_any(account_id, mode, kinds)
     now = clock.now()
-    created: list[DeliveryRecord] = []
-    for hook in await repo.subscribed(event.account_id, event.mode, kind):
-        record = DeliveryRecord.model_validate(
-            {
-                "_id": new_id("webhook_delivery"),
-                "account_id": event.account_id,
-                "mode": event.mode,
-                "created_at": now,
-                "webhook_id": hook.id,
-                "event_id": event.id,
-                "event_type": kind,
-                "payload": payload.body(event, kind),
-                "next_attempt_at": first_attempt_at(now, delays),
-            }
-        )
-        if await repo.insert_delivery(record):
-            created.append(record)
-    return created
+    records = [
+        _delivery(event, kind, hook.id, now, delays)
+        for event, kind in typed
+        for hook in hooks[(event.account_id, event.mode)]
+        if kind in hook.events or "*" in hook.events
+    ]
+    return await repo.insert_deliveries(records)
+
+
+def _kind(event: PassEventMessage) -> str | None:
+    return webhook_type(event.event_type, event.metadata)
+
+
+def _delivery(
+    event: PassEventMessage, kind: str, webhook_id: str, now: datetime, delays: list[float]
+) -> DeliveryRecord:
+    return DeliveryRecord.model_validate(
+        {
+            "_id": new_id("webhook_delivery"),
+            "account_id": event.account_id,
+            "mode": event.mode,
+            "created_at": now,
+            "webhook_id": webhook_id,
+            "event_id": event.id,
+            "event_type": kind,
+            "payload": payload.body(event, kind),
+            "next_attempt_at": first_attempt_at(now, delays),
+        }
+    )
 
 
 class Deliverer:

@@ -1,14 +1,15 @@
 """Every MongoDB call of the webhooks service: subscriptions and their deliveries."""
 
 import secrets
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pymongo import ASCENDING, DESCENDING
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from shared.models import DeliveryRecord, WebhookRecord
-from shared.mongo import Database
+from shared.mongo import Database, duplicates_only
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 # What inserting a webhook came to: stored; beaten by a replay of the same create command; or
@@ -115,6 +116,20 @@ class WebhookRepository:
         )
         return [WebhookRecord.model_validate(doc) async for doc in cursor]
 
+    async def subscribed_to_any(
+        self, account_id: str, mode: str, event_types: Collection[str]
+    ) -> list[WebhookRecord]:
+        """Enabled webhooks of the account and mode that want any of `event_types` (or "*")."""
+        cursor = self.webhooks.find(
+            {
+                "account_id": account_id,
+                "mode": mode,
+                "enabled": True,
+                "events": {"$in": [*sorted(event_types), "*"]},
+            }
+        )
+        return [WebhookRecord.model_validate(doc) async for doc in cursor]
+
     # -- processed commands (a retried command answers its first result) ----------------------
 
     async def processed_result(self, command_id: str) -> dict[str, Any] | None:
@@ -135,11 +150,22 @@ class WebhookRepository:
 
     async def insert_delivery(self, record: DeliveryRecord) -> bool:
         """False when this event already has a delivery for this webhook (a redelivery)."""
+        return bool(await self.insert_deliveries([record]))
+
+    async def insert_deliveries(self, records: list[DeliveryRecord]) -> list[DeliveryRecord]:
+        """Store deliveries with one unordered insert; those whose (webhook, event) already has
+        one (a redelivered event) are skipped without failing the others. Returns the new
+        ones; re-raises any other failure."""
+        if not records:
+            return []
         try:
-            await self.deliveries.insert_one(record.to_document())
-        except DuplicateKeyError:
-            return False
-        return True
+            await self.deliveries.insert_many(
+                [record.to_document() for record in records], ordered=False
+            )
+        except BulkWriteError as exc:
+            refused = duplicates_only(exc)
+            return [record for index, record in enumerate(records) if index not in refused]
+        return list(records)
 
     # -- delivery scheduling (claims with a lease, then the outcome of the attempt) -----------
 

@@ -1,5 +1,6 @@
 """Plans, quotas and rate limits as units: the plan table, windows, months, and the limiter
-against an in-memory stand-in for the MongoDB counters (the real ones: tests/e2e/test_limits.py).
+and its leased blocks against an in-memory stand-in for the MongoDB counters (the real ones:
+tests/api/test_leases.py and tests/e2e/test_limits.py).
 """
 
 import asyncio
@@ -10,6 +11,7 @@ import pytest
 
 from services.api.accounts import Principal
 from services.api.config import ApiSettings, PlanLimits, default_plans
+from services.api.leases import QuotaLeases, RateLeases
 from services.api.limits import (
     RequestLimits,
     enforce_rate_limit,
@@ -29,24 +31,36 @@ START = datetime(2026, 1, 31, 23, 59, 58, 500_000, tzinfo=UTC)
 
 
 class FakeCounters:
-    """The counter methods of ApiRepository, in memory."""
+    """The counter methods of ApiRepository, in memory, with the same contract."""
 
     def __init__(self) -> None:
         self.windows: dict[str, int] = {}
         self.usage: dict[str, int] = {}
+        self.writes = 0
 
-    async def count_request(self, window_id: str, expires_at: datetime) -> int:
-        self.windows[window_id] = self.windows.get(window_id, 0) + 1
-        return self.windows[window_id]
+    @staticmethod
+    def _lease(counts: dict[str, int], key: str, want: int, limit: int) -> tuple[int, int]:
+        for size in (want, 1):
+            if counts.get(key, 0) + size <= limit:
+                counts[key] = counts.get(key, 0) + size
+                return size, counts[key]
+        return 0, limit
 
-    async def reserve_usage(self, counter_id: str, limit: int, expires_at: datetime) -> bool:
-        if self.usage.get(counter_id, 0) >= limit:
-            return False
-        self.usage[counter_id] = self.usage.get(counter_id, 0) + 1
-        return True
+    async def lease_window(
+        self, window_id: str, want: int, limit: int, expires_at: datetime
+    ) -> tuple[int, int]:
+        self.writes += 1
+        return self._lease(self.windows, window_id, want, limit)
 
-    async def release_usage(self, counter_id: str) -> None:
-        self.usage[counter_id] -= 1
+    async def lease_usage(
+        self, counter_id: str, want: int, limit: int, expires_at: datetime
+    ) -> tuple[int, int]:
+        self.writes += 1
+        return self._lease(self.usage, counter_id, want, limit)
+
+    async def release_usage(self, counter_id: str, units: int = 1) -> None:
+        self.writes += 1
+        self.usage[counter_id] -= units
 
 
 def _plans(**free: Any) -> dict[str, PlanLimits]:
@@ -107,8 +121,7 @@ def _run(coro: Any) -> Any:
 
 
 def test_the_rate_limit_counts_a_fixed_window_and_sets_headers() -> None:
-    counters = FakeCounters()
-    repo = cast(ApiRepository, counters)
+    leases = RateLeases(cast(ApiRepository, FakeCounters()))
     plans = _plans(rate_limit=2, rate_window_seconds=10)
     clock = ManualClock(START)
 
@@ -116,7 +129,7 @@ def test_the_rate_limit_counts_a_fixed_window_and_sets_headers() -> None:
         state = RequestLimits()
         request_limits_var.set(state)
         try:
-            await enforce_rate_limit(repo, plans, clock, _principal())
+            await enforce_rate_limit(leases, plans, clock, _principal())
         except RateLimited as exc:
             state.headers["refused"] = f"{exc.status} {exc.code}"
         return state
@@ -140,34 +153,34 @@ def test_the_rate_limit_counts_a_fixed_window_and_sets_headers() -> None:
 
 
 def test_live_keys_need_a_plan_with_them() -> None:
-    repo = cast(ApiRepository, FakeCounters())
+    leases = RateLeases(cast(ApiRepository, FakeCounters()))
+    clock = ManualClock(START)
     with pytest.raises(AuthorizationError) as caught:
-        _run(
-            enforce_rate_limit(
-                repo, default_plans(), ManualClock(START), _principal("free", "live")
-            )
-        )
+        _run(enforce_rate_limit(leases, default_plans(), clock, _principal("free", "live")))
     assert caught.value.status == 403
-    _run(enforce_rate_limit(repo, default_plans(), ManualClock(START), _principal("paid", "live")))
+    _run(enforce_rate_limit(leases, default_plans(), clock, _principal("paid", "live")))
 
 
 def test_the_quota_counts_per_mode_and_month_and_gives_back_failures() -> None:
     counters = FakeCounters()
-    repo = cast(ApiRepository, counters)
+    quota = QuotaLeases(cast(ApiRepository, counters))
     plans = _plans(monthly_passes={"test": 2, "live": 0})
     clock = ManualClock(START)
 
     async def reserve(mode: Mode = "test") -> RequestLimits:
         state = RequestLimits()
         request_limits_var.set(state)
-        await reserve_pass(repo, plans, clock, _principal(mode=mode))
+        await reserve_pass(quota, plans, clock, _principal(mode=mode))
         return state
 
     failed = _run(reserve())
     for step in failed.on_failure:
         _run(step())
-    assert counters.usage == {"account_1:test:2026-01": 0}
+    # The unit stays with this replica, unused: the next creation takes it without a write.
+    assert counters.usage == {"account_1:test:2026-01": 1}
+    writes = counters.writes
     _run(reserve())
+    assert counters.writes == writes
     _run(reserve())
     with pytest.raises(BillingError) as caught:
         _run(reserve())
@@ -179,3 +192,4 @@ def test_the_quota_counts_per_mode_and_month_and_gives_back_failures() -> None:
     clock.advance(2)  # into February: a new month, a new count
     _run(reserve())
     assert counters.usage["account_1:test:2026-02"] == 1
+    assert counters.usage["account_1:test:2026-01"] == 2

@@ -39,7 +39,7 @@ Operation = APIOperation[Any, Any, Any, Any]
 AnyCase = Case[Any]
 MAX_EXAMPLES = 40
 VARIANT_A = "/passes"
-PUBLIC_PREFIXES = ("/p/", "/l/", "/t/", "/assets/", "/static/")
+PUBLIC_PREFIXES = ("/p/", "/l/", "/t/", "/assets/", "/static/", "/scan")
 ENVELOPE_KEYS = {"type", "code", "message", "param"}
 CHECKS = [
     not_a_server_error,

@@ -163,7 +163,10 @@ def test_the_quota_counts_exactly_the_passes_that_exist(
     client.post("/v1/passes", json={"template_id": "tmpl_missing"})  # 404: refused
     client.post("/v1/passes", json={"template_id": template_id, "field_values": {"nope": "x"}})
     passes, counted = _stored(stack, account)
-    assert counted == passes
+    # Each api replica leases quota units in blocks (docs/plans-and-limits.md), so the shared
+    # counter may run ahead of the passes by the units a replica holds, never behind them:
+    # exact accounting of the blocks is tests/api/test_leases.py.
+    assert passes <= counted
 
 
 def _variant_a(stack: Stack, account: Account, body: bytes) -> httpx2.Response:
@@ -204,7 +207,9 @@ def test_variant_a_bodies_meet_the_v1_rules(
         response = _variant_a(stack, account, body.encode())
         assert response.status_code == 400, (body[:80], response.text)
         assert set(response.json()) == {"message"}
-    assert _stored(stack, account) == before
+    passes, counted = _stored(stack, account)
+    assert passes == before[0]  # nothing made (the counter may have leased a block: >= passes)
+    assert passes <= counted
     accepted = _variant_a(
         stack, account, json.dumps({"templateId": template_id, "data": {"f0": "ok"}}).encode()
     )
@@ -244,7 +249,8 @@ def test_a_creation_that_timed_out_after_its_pass_was_made_keeps_its_quota_unit(
         passes = db["passes"]
         poll(lambda: passes.count_documents(passes_with_name), lambda n: n == 1)
     passes_now, counted = _stored(stack, account)
-    assert counted == passes_now
+    assert passes_now <= counted  # leased in blocks: never behind the passes that exist
     retried = client.post("/v1/passes", json=body, headers=key)
     assert retried.status_code == 200, retried.text
-    assert _stored(stack, account) == (passes_now, counted)
+    passes_after, counted = _stored(stack, account)
+    assert passes_after == passes_now <= counted

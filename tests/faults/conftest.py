@@ -19,6 +19,8 @@ FAULT_ENV = {
     "TESSERA_WEBHOOK_TIMEOUT_SECONDS": "5",
     "TESSERA_WEBHOOKS_LEASE_SECONDS": "8",
     "TESSERA_WEBHOOK_RETRY_SCHEDULE": "0,1,2,4,8,15,30",
+    # A killed issuer's job chunks are taken over when their lease runs out.
+    "TESSERA_ISSUER_JOB_LEASE_SECONDS": "10",
 }
 
 

@@ -1,12 +1,18 @@
 """The services' MongoDB client asks for journaled writes, so a store crash (kill -9) loses
-nothing it acknowledged; the URL may decide otherwise."""
+nothing it acknowledged; the URL may decide otherwise. It reports every command it sends, with
+the origin of the task that sent it, once the process opted in; an unordered insert's duplicates
+are told from its other failures."""
 
 import asyncio
 import itertools
+import secrets
 import time
 from pathlib import Path
 
-from shared.mongo import create_client, unjournaled
+import pytest
+from pymongo.errors import BulkWriteError
+
+from shared.mongo import Origin, count_commands, create_client, duplicates_only, origin, unjournaled
 from tessera.processes import Child, base_env, free_port, mongo_argv, wait_tcp
 
 HOST = "127.0.0.1"
@@ -96,3 +102,51 @@ async def test_acknowledged_transactions_survive_a_kill_9_of_the_store(tmp_path:
     finally:
         store.kill()
         store.wait(10.0)
+
+
+async def test_commands_are_counted_with_the_origin_of_the_task_that_sent_them(
+    mongo_url: str,
+) -> None:
+    client = create_client(mongo_url)
+    collection = client[f"t_{secrets.token_hex(6)}"].docs
+    sent: list[tuple[str, Origin]] = []
+    try:
+        await collection.insert_one({"_id": 0})  # before opting in: not reported
+        count_commands(lambda command, where: sent.append((command, where)))
+        await collection.find_one({"_id": 0})
+        with origin("consumer"):
+            await collection.insert_one({"_id": 1})
+
+            async def elsewhere() -> None:
+                with origin("http"):
+                    await collection.find_one({"_id": 1})
+
+            await asyncio.create_task(elsewhere())
+            await collection.delete_one({"_id": 1})
+        assert sent == [
+            ("find", "background"),
+            ("insert", "consumer"),
+            ("find", "http"),
+            ("delete", "consumer"),
+        ]
+    finally:
+        count_commands(None)
+        await client.drop_database(collection.database.name)
+        await client.close()
+
+
+async def test_an_unordered_insert_tells_duplicates_from_other_failures(mongo_url: str) -> None:
+    client = create_client(mongo_url)
+    collection = client[f"t_{secrets.token_hex(6)}"].docs
+    try:
+        await collection.insert_one({"_id": 1})
+        with pytest.raises(BulkWriteError) as duplicate:
+            await collection.insert_many([{"_id": 0}, {"_id": 1}, {"_id": 2}], ordered=False)
+        assert duplicates_only(duplicate.value) == {1}
+        assert await collection.count_documents({}) == 3
+        other = BulkWriteError({"writeErrors": [{"index": 0, "code": 121}]})
+        with pytest.raises(BulkWriteError):
+            duplicates_only(other)
+    finally:
+        await client.drop_database(collection.database.name)
+        await client.close()

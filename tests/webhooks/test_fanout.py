@@ -1,12 +1,14 @@
 """Fan-out: one pending delivery per enabled, subscribed webhook of the event's account and
-mode; none for disabled webhooks or other scopes; a redelivered event creates nothing new."""
+mode; none for disabled webhooks or other scopes; a redelivered event creates nothing new; a
+consumer's batch costs one query per account and mode and one insert."""
 
 import json
 from datetime import UTC, datetime
 
-from services.webhooks.delivery import fan_out
+from services.webhooks.delivery import fan_out, fan_out_batch
 from services.webhooks.repository import WebhookRepository
 from shared.clock import Clock
+from shared.mongo import Origin, count_commands
 from tests.webhooks.records import event, webhook
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -69,3 +71,36 @@ async def test_live_events_reach_live_webhooks_only(repo: WebhookRepository) -> 
     [doc] = [doc async for doc in repo.deliveries.find()]
     assert doc["webhook_id"] == live_hook.id
     assert json.loads(doc["payload"])["data"]["pass"]["mode"] == "live"
+
+
+async def test_a_batch_is_one_query_per_scope_and_one_insert_and_skips_redeliveries(
+    repo: WebhookRepository,
+) -> None:
+    ours, theirs = webhook(events=["pass.issued"]), webhook(account_id="acct_b")
+    await repo.insert(ours, None, 0)
+    await repo.insert(theirs, None, 0)
+    redelivered = event("created")
+    assert len(await fan_out(repo, FixedClock(), DELAYS, redelivered)) == 1
+    batch = [
+        redelivered,
+        *(event("created") for _ in range(3)),
+        event("voided"),  # ours does not want it
+        event("created", account_id="acct_b"),
+        event("url_viewed"),  # no webhook type at all
+    ]
+    sent: list[str] = []
+
+    def count(command: str, origin: Origin) -> None:
+        sent.append(command)
+
+    count_commands(count)
+    try:
+        made = await fan_out_batch(repo, FixedClock(), DELAYS, batch)
+    finally:
+        count_commands(None)
+    assert sorted(sent) == ["find", "find", "insert"]
+    assert [(d.webhook_id, d.event_id) for d in made] == [
+        *((ours.id, e.id) for e in batch[1:4]),
+        (theirs.id, batch[5].id),
+    ]
+    assert await repo.deliveries.count_documents({}) == 5

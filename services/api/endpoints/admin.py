@@ -1,6 +1,9 @@
 """The operator API (/admin/v1): accounts and API keys. Served only with TESSERA_ADMIN_TOKEN.
 
 POST and PATCH take an Idempotency-Key like the v1 API, scoped to the operator.
+
+Revoking a key and changing a plan answer only once every api replica dropped what it cached of
+the key or the account (services/api/principals.py): the next request is judged afresh anywhere.
 """
 
 from collections.abc import Awaitable, Callable
@@ -97,6 +100,7 @@ async def update_account(
         doc = await ctx.repo.set_plan(_account_id(account_id), body.plan)
         if doc is None:
             raise not_found("account", account_id)
+        await ctx.principals.invalidate(account_id=account_id)
         return accounts.account_object(doc)
 
     return await _idempotent(ctx, request, idempotency_key, body.model_dump(), 200, run)
@@ -124,6 +128,8 @@ async def revoke_api_key(ctx: ContextDep, key_id: str) -> JSONResponse:
     doc = await ctx.repo.revoke_key(key_id, ctx.clock.now())
     if doc is None:
         raise not_found("api key", key_id)
+    # Also when it was revoked before: a retry after a 500 here repeats the invalidation.
+    await ctx.principals.invalidate(key_id=key_id)
     revoked_at = iso(doc["revoked_at"])
     return JSONResponse(
         {"id": key_id, "object": "api_key", "revoked": True, "revoked_at": revoked_at}

@@ -1,0 +1,287 @@
+"""/v1/jobs: long work as a resource. Create an import (JSON rows, or CSV on
+/v1/jobs/import_passes), list, retrieve, cancel, and stream a job's results (CSV or NDJSON)."""
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from services.api.accounts import Principal
+from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
+from services.api.endpoints.common import (
+    idempotent_response,
+    paging,
+    require_id,
+    send_command,
+)
+from services.api.idempotency import Scope
+from services.api.job_csv import parse_rows
+from services.api.job_uploads import import_rows, issuable_template, upload_import
+from services.api.middleware import BodyRule
+from services.api.objects import JobObject, ListObject, pass_urls, responses
+from services.api.schemas import MAX_IMPORT_ROWS, ImportJobCreate
+from shared.design import Design
+from shared.errors import not_found
+from shared.messages import CancelJob
+from shared.models import JobRowOutcome
+from shared.pagination import PageRequest
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+# An import of 100,000 rows is far more than the 1 MiB of other requests: the two import
+# routes take up to this much (docs/api-decisions.md#jobs).
+IMPORT_MAX_BODY_BYTES = 64 * 1024 * 1024
+CSV_PATH = "/v1/jobs/import_passes"
+BODY_RULES = {
+    "/v1/jobs": BodyRule(IMPORT_MAX_BODY_BYTES),
+    CSV_PATH: BodyRule(IMPORT_MAX_BODY_BYTES, frozenset({b"text/csv"})),
+}
+RESULT_COLUMNS = (
+    "row",
+    "status",
+    "pass_id",
+    "url",
+    "download_url",
+    "error_type",
+    "error_code",
+    "error_message",
+    "error_param",
+)
+
+
+def _accepted(statuses: tuple[int, ...]) -> dict[int | str, dict[str, Any]]:
+    documented = responses(JobObject, *statuses)
+    documented[202] = documented.pop(200)
+    return documented
+
+
+async def _create_import(
+    ctx: ApiContext,
+    principal: Principal,
+    request: Request,
+    key: str | None,
+    fingerprinted: Any,
+    template_id: str,
+    bodies: list[Any],
+) -> JSONResponse:
+    template = issuable_template(
+        await ctx.issuer.template(principal.account_id, principal.mode, template_id), template_id
+    )
+    rows = import_rows(bodies, Design.from_stored(template.design))
+
+    async def produce(command_id: str) -> JobObject:
+        record = await upload_import(ctx, principal, command_id, template.id, list(rows))
+        return JobObject.of(record)
+
+    scope = Scope.of(principal)
+    return await idempotent_response(ctx, scope, request, key, fingerprinted, produce, status=202)
+
+
+@router.post(
+    "",
+    status_code=202,
+    summary="Create a job: import passes from rows",
+    responses=_accepted((400, 401, 402, 403, 404, 409, 413, 500)),
+)
+async def create_job(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    body: ImportJobCreate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    data = body.model_dump(mode="json")
+    return await _create_import(
+        ctx, principal, request, idempotency_key, data, body.template_id, body.rows
+    )
+
+
+@router.post(
+    "/import_passes",
+    status_code=202,
+    summary="Create an import job from CSV (Content-Type: text/csv)",
+    responses=_accepted((400, 401, 402, 403, 404, 409, 413, 415, 500)),
+)
+async def import_csv(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    template_id: Annotated[str, Query(max_length=100)],
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    data = await request.body()
+    template = issuable_template(
+        await ctx.issuer.template(principal.account_id, principal.mode, template_id), template_id
+    )
+    field_keys = set(Design.from_stored(template.design).field_keys())
+    bodies = parse_rows(data, field_keys, MAX_IMPORT_ROWS)
+    # The fingerprint of a CSV request: its template and the digest of its bytes.
+    fingerprinted = {"template_id": template_id, "csv_sha256": hashlib.sha256(data).hexdigest()}
+    return await _create_import(
+        ctx, principal, request, idempotency_key, fingerprinted, template_id, list(bodies)
+    )
+
+
+@router.get(
+    "",
+    summary="List jobs, newest first",
+    responses=responses(ListObject[JobObject], 400, 401, 403),
+)
+async def list_jobs(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    page: Annotated[PageRequest, paging("job", 50, 100)],
+    type: Annotated[  # the API's filter is named `type`
+        Literal["import_passes", "update_passes", "template_rollout"] | None, Query()
+    ] = None,
+    template_id: Annotated[str | None, Query(max_length=100)] = None,
+    status: Annotated[
+        Literal["queued", "running", "succeeded", "failed", "canceled"] | None, Query()
+    ] = None,
+) -> JSONResponse:
+    result = await ctx.issuer.jobs.page(
+        principal.account_id,
+        principal.mode,
+        page,
+        job_type=type,
+        template_id=template_id,
+        status=status,
+    )
+    data = [JobObject.of(record) for record in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
+
+
+@router.get("/{job_id}", summary="Retrieve a job", responses=responses(JobObject, 401, 403, 404))
+async def get_job(ctx: ContextDep, principal: PrincipalDep, job_id: str) -> JSONResponse:
+    require_id(job_id, "job", "job")
+    record = await ctx.issuer.jobs.job(principal.account_id, principal.mode, job_id)
+    if record is None:
+        raise not_found("job", job_id)
+    return JSONResponse(JobObject.of(record).model_dump(mode="json"))
+
+
+@router.post(
+    "/{job_id}/cancel",
+    summary="Cancel a job: it takes no new work; what is done stays done",
+    responses=responses(JobObject, 401, 403, 404, 409, 500),
+)
+async def cancel_job(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    job_id: str,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    require_id(job_id, "job", "job")
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        None,
+        lambda base: CancelJob(**base, job_id=job_id),
+        JobObject.of,
+    )
+
+
+def _line(outcome: JobRowOutcome, site_url: str) -> dict[str, Any]:
+    if outcome.error is not None:
+        error = outcome.error
+        body = {"type": error.type, "code": error.code, "message": error.message}
+        return {
+            "row": outcome.row,
+            "pass_id": outcome.pass_id,
+            "status": error.status,
+            "error": body | {"param": error.param},
+        }
+    url, download_url = pass_urls(site_url, outcome.short_id or "")
+    return {
+        "row": outcome.row,
+        "status": 201,
+        "pass_id": outcome.pass_id,
+        "url": url,
+        "download_url": download_url,
+    }
+
+
+def _csv_line(values: list[Any]) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(values)
+    return out.getvalue()
+
+
+def _wants_csv(accept: str | None) -> bool:
+    """CSV when the client asks for text/csv (before any NDJSON type); NDJSON otherwise."""
+    for part in (accept or "").split(","):
+        media = part.split(";")[0].strip().lower()
+        if media == "text/csv":
+            return True
+        if media in ("application/x-ndjson", "application/jsonl", "application/json"):
+            return False
+    return False
+
+
+@router.get(
+    "/{job_id}/results",
+    summary="Each row's pass and links, or its error: NDJSON, or CSV with Accept: text/csv",
+    responses={
+        200: {
+            "description": "One line per processed row, in row order.",
+            "content": {"application/x-ndjson": {}, "text/csv": {}},
+        },
+        **{
+            status: spec
+            for status, spec in responses(JobObject, 401, 403, 404).items()
+            if status != 200
+        },
+    },
+)
+async def job_results(
+    ctx: ContextDep, principal: PrincipalDep, request: Request, job_id: str
+) -> StreamingResponse:
+    require_id(job_id, "job", "job")
+    job = await ctx.issuer.jobs.job(principal.account_id, principal.mode, job_id)
+    if job is None:
+        raise not_found("job", job_id)
+    site = ctx.settings.site_url
+    as_csv = _wants_csv(request.headers.get("accept"))
+
+    async def lines() -> AsyncIterator[str]:
+        # One chunk of rows at a time: a 100,000-row job is never held in memory.
+        if as_csv:
+            yield _csv_line(list(RESULT_COLUMNS))
+        async for outcomes in ctx.issuer.jobs.results(job):
+            text = []
+            for outcome in outcomes:
+                line = _line(outcome, site)
+                if as_csv:
+                    error = line.get("error") or {}
+                    text.append(
+                        _csv_line(
+                            [
+                                line["row"] if line["row"] is not None else "",
+                                line["status"],
+                                line.get("pass_id") or "",
+                                line.get("url", ""),
+                                line.get("download_url", ""),
+                                error.get("type", ""),
+                                error.get("code") or "",
+                                error.get("message", ""),
+                                error.get("param") or "",
+                            ]
+                        )
+                    )
+                else:
+                    present = {k: v for k, v in line.items() if v is not None}
+                    text.append(json.dumps(present, separators=(",", ":")) + "\n")
+            yield "".join(text)
+
+    media = "text/csv; charset=utf-8" if as_csv else "application/x-ndjson"
+    name = f"{job_id}-results.{'csv' if as_csv else 'ndjson'}"
+    headers = {"Content-Disposition": f'inline; filename="{name}"'}
+    return StreamingResponse(lines(), media_type=media, headers=headers)

@@ -1,0 +1,87 @@
+"""POST /v1/passes/batch: up to 100 passes in one request, each row succeeding or failing on
+its own, the whole batch idempotent under one Idempotency-Key.
+
+Each row is checked as POST /v1/passes checks its body; the quota is reserved for the rows that
+passed, as many as fit (rows past it answer 402 each); those rows go to the issuer in one
+command (`CreatePasses`), which writes their passes in one transaction. Units of rows the issuer
+refused are given back.
+"""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
+from services.api.endpoints.common import command_base, idempotent_response
+from services.api.idempotency import Scope
+from services.api.job_uploads import checked, row_error
+from services.api.limits import quota_exhausted, release_passes, reserve_passes
+from services.api.objects import (
+    BatchObject,
+    BatchRowObject,
+    PassObject,
+    error_body,
+    responses,
+)
+from services.api.schemas import PassBatchCreate, PassCreate
+from shared.messages import BatchRow, BatchRowResult, CreatePasses
+from shared.models import RowError
+
+router = APIRouter(prefix="/v1/passes", tags=["passes"])
+
+
+@router.post(
+    "/batch",
+    summary="Issue up to 100 passes, each row on its own",
+    responses=responses(BatchObject, 400, 401, 403, 409, 413, 500),
+)
+async def create_passes(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    body: PassBatchCreate,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    rows: list[BatchRow | RowError] = []
+    for index, row_body in enumerate(body.passes):
+        data = checked(row_body, PassCreate)
+        rows.append(data if isinstance(data, RowError) else BatchRow(index=index, **data))
+    site = ctx.settings.site_url
+    plans = ctx.settings.plans
+
+    async def produce(command_id: str) -> BatchObject:
+        valid = [row for row in rows if isinstance(row, BatchRow)]
+        granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, len(valid))
+        results: dict[int, BatchRowResult] = {}
+        if granted:
+            sent = CreatePasses(**command_base(principal, command_id), rows=valid[:granted])
+            created = await ctx.command(sent)
+            results = {result.index: result for result in created.rows}
+            refused = sum(1 for result in created.rows if result.record is None)
+            release_passes(ctx.quota_leases, ctx.clock, principal, refused)
+        past_quota = row_error(quota_exhausted(plans, ctx.clock, principal))
+        answers = []
+        for index, row in enumerate(rows):
+            if isinstance(row, RowError):
+                answers.append(
+                    BatchRowObject(index=index, status=row.status, error=error_body(row))
+                )
+            elif (result := results.get(index)) is None:
+                answers.append(
+                    BatchRowObject(index=index, status=402, error=error_body(past_quota))
+                )
+            elif result.record is not None:
+                answers.append(
+                    BatchRowObject(
+                        index=index, status=201, pass_object=PassObject.of(result.record, site)
+                    )
+                )
+            elif result.error is not None:
+                error = result.error
+                answers.append(
+                    BatchRowObject(index=index, status=error.status, error=error_body(error))
+                )
+        return BatchObject(data=answers)
+
+    data = body.model_dump(mode="json")
+    scope = Scope.of(principal)
+    return await idempotent_response(ctx, scope, request, idempotency_key, data, produce)

@@ -1,0 +1,113 @@
+"""An import's rows from CSV (POST /v1/jobs/import_passes, Content-Type: text/csv).
+
+The header row names the columns: `holder_name`, `holder_email`, the template's field keys, and
+`metadata.<key>`; anything else (or a column named twice) fails the request with 400, before
+any job exists. Each record after it is a row, numbered from 1 (blank lines are skipped and not
+counted); an empty cell is an absent value (the field's default applies). A record with more
+or fewer cells than the header fails alone. Rows then go through the same checks as JSON rows.
+"""
+
+import csv
+import io
+from typing import Any
+
+from shared.errors import InvalidRequest
+from shared.models import RowError
+
+HOLDER_COLUMNS = ("holder_name", "holder_email")
+METADATA_PREFIX = "metadata."
+
+
+def _header_error(message: str) -> InvalidRequest:
+    return InvalidRequest(message, param="header", code="csv_header_invalid")
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")  # a byte order mark, as spreadsheets write, is fine
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"The CSV is not UTF-8 (byte {exc.start} cannot be decoded).", code="csv_invalid"
+        ) from exc
+
+
+def check_header(header: list[str], field_keys: set[str]) -> list[str]:
+    """The columns, checked; raises 400 (param `header`) naming the first bad column."""
+    columns = [name.strip() for name in header]
+    if not any(columns):
+        raise _header_error("The CSV needs a header row naming its columns.")
+    seen: set[str] = set()
+    for name in columns:
+        if name in seen:
+            raise _header_error(f"The column '{name}' is named twice.")
+        seen.add(name)
+        if name in HOLDER_COLUMNS or name in field_keys:
+            continue
+        if name.startswith(METADATA_PREFIX) and len(name) > len(METADATA_PREFIX):
+            continue
+        raise _header_error(
+            f"Unknown column '{name}': use holder_name, holder_email, metadata.<key> or a "
+            f"field of the template ({', '.join(sorted(field_keys)) or 'it has none'})."
+        )
+    return columns
+
+
+def _row(columns: list[str], cells: list[str]) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    field_values: dict[str, str] = {}
+    metadata: dict[str, str] = {}
+    for name, cell in zip(columns, cells, strict=True):
+        if cell == "":
+            continue
+        if name in HOLDER_COLUMNS:
+            body[name] = cell
+        elif name.startswith(METADATA_PREFIX):
+            metadata[name.removeprefix(METADATA_PREFIX)] = cell
+        else:
+            field_values[name] = cell
+    if field_values:
+        body["field_values"] = field_values
+    if metadata:
+        body["metadata"] = metadata
+    return body
+
+
+def parse_rows(data: bytes, field_keys: set[str], max_rows: int) -> list[dict[str, Any] | RowError]:
+    """The rows of a CSV import as row bodies (or the error of a malformed record)."""
+    reader = csv.reader(io.StringIO(_text(data), newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise _header_error("The CSV is empty: it needs a header row and at least one row.")
+        columns = check_header(header, field_keys)
+        rows: list[dict[str, Any] | RowError] = []
+        for cells in reader:
+            if not cells or cells == [""]:
+                continue
+            if len(rows) >= max_rows:
+                raise InvalidRequest(
+                    f"An import takes at most {max_rows} rows.",
+                    param="rows",
+                    code="parameter_too_large",
+                )
+            if len(cells) != len(columns):
+                rows.append(
+                    RowError(
+                        status=400,
+                        type="invalid_request_error",
+                        code="csv_row_invalid",
+                        message=f"The row has {len(cells)} cells; the header names "
+                        f"{len(columns)} columns.",
+                    )
+                )
+                continue
+            rows.append(_row(columns, cells))
+    except csv.Error as exc:
+        raise InvalidRequest(
+            f"The CSV cannot be read at line {reader.line_num}: {exc}.", code="csv_invalid"
+        ) from exc
+    if not rows:
+        raise InvalidRequest(
+            "The CSV has a header but no rows.", param="rows", code="parameter_missing"
+        )
+    return rows

@@ -1,0 +1,189 @@
+"""Creating an import job: check every row, reserve the quota, send the rows to the issuer in
+commands NATS can carry, then start the job (docs/architecture.md#jobs).
+
+Rows are checked here as POST /v1/passes checks a body (the same models, so the same `param`s),
+and against the template's fields; a bad row, or a row past the quota, is sent with its error
+and fails alone in the job. Every command's id is derived from the request's command id, and
+the job's id from it too, so a request retried with the same Idempotency-Key re-sends the same
+commands: what the issuer stored already answers from its processed markers, and the upload
+resumes where it stopped.
+"""
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+
+from services.api.accounts import Principal
+from services.api.deps import ApiContext
+from services.api.endpoints.common import command_base
+from services.api.errors import validation_error
+from services.api.limits import quota_exhausted, reserve_passes
+from services.api.schemas import ImportRowCreate, PassCreate
+from shared.design import Design
+from shared.errors import ApiError, InvalidRequest, not_found
+from shared.ids import has_prefix, new_id
+from shared.messages import AddImportRows, ImportChunk, ImportRow, StartJob
+from shared.models import JobRecord, RowError, TemplateRecord
+from shared.nats import COMMAND_HEADROOM_BYTES, max_payload
+
+# Rows in one chunk of work (what one issuer replica does in one transaction).
+CHUNK_ROWS = 100
+# Rows a command carries at most, in bytes of JSON: within NATS's 1 MiB with room to spare.
+COMMAND_BYTES = 512 * 1024
+# What JSON adds around a chunk's rows in a command.
+CHUNK_OVERHEAD_BYTES = 64
+
+
+def row_error(error: ApiError) -> RowError:
+    return RowError(
+        status=error.status,
+        type=error.type,
+        code=error.code,
+        message=error.message,
+        param=error.param,
+    )
+
+
+def checked(
+    body: Any, model: type[PassCreate] | type[ImportRowCreate]
+) -> dict[str, Any] | RowError:
+    """A row validated as `model` (the JSON of its fields), or its error as the api would
+    answer that body alone."""
+    try:
+        return model.model_validate(body).model_dump(mode="json")
+    except ValidationError as exc:
+        return row_error(validation_error(RequestValidationError(exc.errors())))
+    except ApiError as exc:  # the body checks raise the API error itself
+        return row_error(exc)
+
+
+def unknown_field(design: Design, field_values: dict[str, str]) -> RowError | None:
+    """The issuer's check of field keys (services/issuer/validation.py), made before upload."""
+    known = design.field_keys()
+    for key in field_values:
+        if key not in known:
+            return row_error(
+                InvalidRequest(
+                    f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
+                    param=f"field_values.{key}",
+                )
+            )
+    return None
+
+
+def issuable_template(template: TemplateRecord | None, template_id: str) -> TemplateRecord:
+    """Answers as POST /v1/passes does for an unknown (or another account's) or archived one."""
+    if template is None:
+        raise not_found("template", template_id, "template_id")
+    if template.archived:
+        raise InvalidRequest(
+            f"Template '{template.id}' is archived; no new passes can be issued from it.",
+            param="template_id",
+            code="template_archived",
+        )
+    return template
+
+
+def import_rows(bodies: Sequence[Any], design: Design) -> list[ImportRow]:
+    """Each body checked (a `RowError` is a record the CSV reader refused); rows count from 1."""
+    rows = []
+    for number, body in enumerate(bodies, start=1):
+        data = body if isinstance(body, RowError) else checked(body, ImportRowCreate)
+        if isinstance(data, RowError):
+            rows.append(ImportRow(row=number, error=data))
+            continue
+        error = unknown_field(design, data["field_values"])
+        rows.append(ImportRow(row=number, error=error) if error else ImportRow(row=number, **data))
+    return rows
+
+
+def job_id_for(command_id: str) -> str:
+    """The job a request makes: derived from its command id, so a retry names the same job
+    (and sorts by time as every id does: a command id's body is a time-sortable id)."""
+    if has_prefix(command_id, "command"):
+        return "job_" + command_id.removeprefix("cmd_")
+    return new_id("job")
+
+
+def chunks(rows: Sequence[ImportRow], budget: int) -> list[ImportChunk]:
+    """Rows in chunks of at most CHUNK_ROWS rows and `budget` bytes."""
+    found: list[ImportChunk] = []
+    current: list[ImportRow] = []
+    size = 0
+    for row in rows:
+        row_size = len(row.model_dump_json()) + 1
+        if current and (len(current) >= CHUNK_ROWS or size + row_size > budget):
+            found.append(ImportChunk(seq=len(found), rows=current))
+            current, size = [], 0
+        current.append(row)
+        size += row_size
+    if current:
+        found.append(ImportChunk(seq=len(found), rows=current))
+    return found
+
+
+def commands_of(all_chunks: Sequence[ImportChunk], budget: int) -> Iterator[list[ImportChunk]]:
+    """Chunks grouped into commands of at most `budget` bytes (a chunk alone is within it)."""
+    group: list[ImportChunk] = []
+    size = 0
+    for chunk in all_chunks:
+        chunk_size = sum(len(row.model_dump_json()) + 1 for row in chunk.rows)
+        chunk_size += CHUNK_OVERHEAD_BYTES
+        if group and size + chunk_size > budget:
+            yield group
+            group, size = [], 0
+        group.append(chunk)
+        size += chunk_size
+    if group:
+        yield group
+
+
+def command_budget(ctx: ApiContext) -> int:
+    limit = max_payload(ctx.broker)
+    if limit is None:
+        return COMMAND_BYTES
+    return max(16 * 1024, min(COMMAND_BYTES, (limit - COMMAND_HEADROOM_BYTES) // 2))
+
+
+async def upload_import(
+    ctx: ApiContext,
+    principal: Principal,
+    command_id: str,
+    template_id: str,
+    rows: list[ImportRow],
+) -> JobRecord:
+    """Send the job's rows and start it; the job as started (or as it is, on a retry)."""
+    job_id = job_id_for(command_id)
+    existing = await ctx.issuer.jobs.job(principal.account_id, principal.mode, job_id)
+    if existing is not None and existing.status != "uploading":
+        return existing  # a retry of a request whose upload finished
+    wanted = sum(1 for row in rows if row.error is None)
+    if existing is not None:
+        granted = existing.reserved  # as the first attempt decided, so the same rows pass
+    else:
+        settings = ctx.settings
+        granted = await reserve_passes(
+            ctx.quota_leases, settings.plans, ctx.clock, principal, wanted
+        )
+        if wanted and not granted:
+            raise quota_exhausted(settings.plans, ctx.clock, principal)
+    if granted < wanted:
+        past = row_error(quota_exhausted(ctx.settings.plans, ctx.clock, principal))
+        valid = 0
+        for index, row in enumerate(rows):
+            if row.error is None:
+                valid += 1
+                if valid > granted:
+                    rows[index] = ImportRow(row=row.row, error=past)
+    budget = command_budget(ctx)
+    for number, group in enumerate(commands_of(chunks(rows, budget), budget)):
+        base = command_base(principal, f"{command_id}.rows.{number}")
+        await ctx.command(
+            AddImportRows(
+                **base, job_id=job_id, template_id=template_id, reserved=granted, chunks=group
+            )
+        )
+    start = command_base(principal, f"{command_id}.start")
+    return await ctx.command(StartJob(**start, job_id=job_id, total=len(rows)))

@@ -1,0 +1,216 @@
+"""Many passes at once: the rows of POST /v1/passes/batch and the chunks of import jobs.
+
+Every row is prepared on its own (checked, rendered, signed: a refusal fails that row alone,
+with the error POST /v1/passes would have answered), then the rows that succeeded are written
+together in the caller's one transaction: one insert_many each for passes, pass files, outbox
+events and processed markers, so a chunk of 100 costs a handful of round trips, not 100 times
+the dozen of single creates. A failure that is not the row's fault (Google unavailable, the
+store) raises: the whole batch or chunk is tried again, and nothing of it was written.
+"""
+
+import asyncio
+import secrets
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from services.issuer.artifacts import WalletArtifacts
+from services.issuer.assets import PassAssets, pass_assets
+from services.issuer.pkpass import sign_pass
+from services.issuer.repository import IssuerRepository, PassFile, UnitOfWork, last_modified_after
+from services.issuer.validation import check_field_values, check_metadata_dates, check_pass_limits
+from shared.clock import Clock
+from shared.design import Design
+from shared.errors import ApiError, AuthorizationError, InvalidRequest, not_found
+from shared.ids import new_id, short_slug
+from shared.messages import CreatePass, PassEventMessage, PassRow
+from shared.metrics import PKPASS_BUILD
+from shared.models import Mode, PassRecord, RowError, TemplateRecord
+from shared.pass_events import pass_event
+
+# Rows whose Google link is made at once: with production credentials each is a REST call.
+ROW_CONCURRENCY = 8
+
+
+def row_error(error: ApiError) -> RowError:
+    return RowError(
+        status=error.status,
+        type=error.type,
+        code=error.code,
+        message=error.message,
+        param=error.param,
+    )
+
+
+def issuable(
+    template: TemplateRecord | None, template_id: str, mode: Mode, artifacts: WalletArtifacts
+) -> TemplateRecord:
+    """The template passes may be issued from, or the error POST /v1/passes answers."""
+    if template is None:
+        raise not_found("template", template_id, "template_id")
+    if template.archived:
+        raise InvalidRequest(
+            f"Template '{template.id}' is archived; no new passes can be issued from it.",
+            param="template_id",
+            code="template_archived",
+        )
+    identities = artifacts.identities
+    if mode == "live" and not identities.live_ready:
+        missing = " and ".join(identities.missing_for_live())
+        raise AuthorizationError(
+            f"Live passes cannot be issued: this Tessera has no production {missing} "
+            "credentials. Use a test key, or ask the operator to configure them.",
+            code="live_signing_not_configured",
+        )
+    return template
+
+
+def new_pass(
+    template: TemplateRecord,
+    design: Design,
+    row: PassRow | CreatePass,
+    *,
+    account_id: str,
+    mode: Mode,
+    created_via_api: bool,
+    now: datetime,
+) -> PassRecord:
+    """A checked, new pass record of `template` (the checks raise the row's ApiError)."""
+    check_field_values(design, row.field_values)
+    check_pass_limits(row.field_values, row.metadata)
+    check_metadata_dates(row.metadata)
+    return PassRecord.model_validate(
+        {
+            "_id": new_id("pass"),
+            "account_id": account_id,
+            "mode": mode,
+            # 95 random bits: a collision is practically impossible, and the unique index
+            # on short_id refuses one (the command fails; a retry draws another), so no
+            # lookup round trip is spent on it.
+            "short_id": short_slug(),
+            "template_id": template.id,
+            "serial_number": str(uuid.uuid4()),
+            "holder_email": row.holder_email,
+            "holder_name": row.holder_name,
+            "field_values": row.field_values,
+            "metadata": row.metadata,
+            "created_via_api": created_via_api,
+            "authentication_token": secrets.token_urlsafe(24),
+            "created_at": now,
+            "updated_at": now,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class NewPass:
+    """A row ready to be written: the pass, its signed file and its `created` event."""
+
+    key: int  # the row's index (batch) or number (import)
+    record: PassRecord
+    file: PassFile
+    event: PassEventMessage
+
+
+@dataclass
+class Prepared:
+    passes: list[NewPass]
+    errors: dict[int, RowError]
+
+    async def write(self, uow: UnitOfWork) -> None:
+        """The new passes and their files, in `uow` (their events go to the outbox with the
+        caller's other events, their processed markers with its markers)."""
+        if self.passes:
+            await uow.insert_new_passes([(p.record, p.file) for p in self.passes])
+
+
+class PassMaker:
+    """Prepares rows into passes for one account and mode."""
+
+    def __init__(self, repo: IssuerRepository, artifacts: WalletArtifacts, clock: Clock):
+        self._repo = repo
+        self._artifacts = artifacts
+        self._clock = clock
+
+    async def template(self, account_id: str, mode: Mode, template_id: str) -> TemplateRecord:
+        """The template rows are issued from; raises what POST /v1/passes would answer."""
+        record = await self._repo.template(account_id, mode, template_id)
+        return issuable(record, template_id, mode, self._artifacts)
+
+    async def prepare(
+        self,
+        template: TemplateRecord,
+        rows: Sequence[tuple[int, PassRow]],
+        *,
+        account_id: str,
+        mode: Mode,
+        created_via_api: bool = True,
+    ) -> Prepared:
+        """Each row checked, rendered and signed; a row's own error fails that row alone."""
+        design = Design.from_stored(template.design)
+        now = self._clock.now()
+        prepared = Prepared(passes=[], errors={})
+        made: dict[int, NewPass] = {}
+        gate = asyncio.Semaphore(ROW_CONCURRENCY)
+        try:
+            # The files every pass of the design shares, once for all rows (off the event
+            # loop: the first build of a design cleans its images).
+            assets = await asyncio.to_thread(pass_assets, design, template.apple_style)
+        except ValueError as exc:
+            error = InvalidRequest(
+                f"Template '{template.id}' has an image Wallet cannot use: {exc}. Replace "
+                f"it with PATCH /v1/templates/{template.id}.",
+                code="template_image_invalid",
+            )
+            prepared.errors = {key: row_error(error) for key, _ in rows}
+            return prepared
+        await self._repo.store_assets(assets.id, assets.files, now)
+
+        async def one(key: int, row: PassRow) -> None:
+            async with gate:
+                try:
+                    record = new_pass(
+                        template,
+                        design,
+                        row,
+                        account_id=account_id,
+                        mode=mode,
+                        created_via_api=created_via_api,
+                        now=now,
+                    )
+                    made[key] = await self._signed(key, record, template, design, assets)
+                except ApiError as exc:
+                    if exc.status >= 500:
+                        raise  # not the row's fault: the whole batch is tried again
+                    prepared.errors[key] = row_error(exc)
+
+        async with asyncio.TaskGroup() as group:
+            for key, row in rows:
+                group.create_task(one(key, row))
+        prepared.passes = [made[key] for key, _ in rows if key in made]
+        return prepared
+
+    async def _signed(
+        self,
+        key: int,
+        record: PassRecord,
+        template: TemplateRecord,
+        design: Design,
+        assets: PassAssets,
+    ) -> NewPass:
+        content = self._artifacts.content(record, template, design)
+        with PKPASS_BUILD.time():
+            signed = sign_pass(content, self._artifacts.identities.apple, assets)
+        record.google_save_url = await self._artifacts.google_link(template, design, record)
+        file = PassFile(
+            version=record.version,
+            pass_json=signed.pass_json,
+            manifest=signed.manifest,
+            signature=signed.signature,
+            assets_id=signed.assets.id,
+            pass_type_identifier=self._artifacts.identities.apple.pass_type_identifier,
+            last_modified=last_modified_after(record.updated_at, None),
+        )
+        event = pass_event(record, "created", {}, record.updated_at)
+        return NewPass(key, record, file, event)

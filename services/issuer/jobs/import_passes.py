@@ -1,0 +1,64 @@
+"""The `import_passes` job type: each chunk's rows become passes, as POST /v1/passes/batch
+makes them (services/issuer/bulk.py), each row's command id being the job id and its row."""
+
+from services.issuer.bulk import PassMaker, Prepared, row_error
+from services.issuer.jobs.registry import ChunkResult
+from services.issuer.jobs.store import Chunk
+from shared.errors import ApiError
+from shared.messages import ImportRow
+from shared.models import JobRecord, JobRowOutcome
+
+JOB_TYPE = "import_passes"
+
+
+def row_command_id(job_id: str, row: int) -> str:
+    """The processed marker of one row: a chunk done twice cannot make its passes twice."""
+    return f"{job_id}:{row}"
+
+
+class ImportPasses:
+    def __init__(self, maker: PassMaker):
+        self._maker = maker
+
+    async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
+        rows = [ImportRow.model_validate(item) for item in chunk.items]
+        outcomes: dict[int, JobRowOutcome] = {}
+        todo: list[ImportRow] = []
+        for row in rows:
+            if row.error is not None:  # refused by the api already
+                outcomes[row.row] = JobRowOutcome(row=row.row, error=row.error)
+            else:
+                todo.append(row)
+        prepared = Prepared(passes=[], errors={})
+        if todo:
+            try:
+                template = await self._maker.template(
+                    job.account_id, job.mode, job.template_id or ""
+                )
+            except ApiError as exc:
+                if exc.status >= 500:
+                    raise
+                # Archived since the job was created, say: every row answers as POST would.
+                prepared.errors = {row.row: row_error(exc) for row in todo}
+            else:
+                prepared = await self._maker.prepare(
+                    template,
+                    [(row.row, row) for row in todo],
+                    account_id=job.account_id,
+                    mode=job.mode,
+                )
+        for number, error in prepared.errors.items():
+            outcomes[number] = JobRowOutcome(row=number, error=error)
+        for made in prepared.passes:
+            outcomes[made.key] = JobRowOutcome(
+                row=made.key, pass_id=made.record.id, short_id=made.record.short_id
+            )
+        return ChunkResult(
+            outcomes=[outcomes[row.row] for row in rows],
+            write=prepared.write,
+            events=[made.event for made in prepared.passes],
+            markers=[
+                (row_command_id(job.id, made.key), {"pass_id": made.record.id})
+                for made in prepared.passes
+            ],
+        )

@@ -1,0 +1,319 @@
+"""Every MongoDB call on the issuer's `jobs` and `job_chunks` collections.
+
+A chunk's `_id` is `<job id>:<seq>` (seq zero-padded), so chunks sort by job, oldest job first
+(job ids are time-sortable), then in their order within the job; the results of a job are
+read in `_id` order over that range, served by the `_id` index.
+"""
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.asynchronous.client_session import AsyncClientSession
+
+from shared.models import (
+    JobError,
+    JobRecord,
+    JobRowOutcome,
+    JobType,
+    RowError,
+)
+from shared.mongo import Database, Document
+
+# The first errors a job keeps (the rest are in its results).
+MAX_JOB_ERRORS = 100
+ChunkState = Literal["waiting", "pending", "counting", "done", "canceled"]
+# "waiting": uploaded, the job not started yet; "pending": to do; "counting": its work
+# committed, not yet counted into its job; then "done", or "canceled".
+
+
+class Chunk(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    id: str = Field(alias="_id")
+    job_id: str
+    seq: int
+    type: JobType
+    state: ChunkState
+    items: list[Any] = Field(default_factory=list)
+    # Claims of this chunk so far, this one included: a chunk that keeps failing is given up.
+    attempts: int = 0
+
+
+def chunk_id(job_id: str, seq: int) -> str:
+    return f"{job_id}:{seq:07d}"
+
+
+def _free(now: datetime) -> Document:
+    return {"state": "pending", "lease_until": {"$not": {"$gte": now}}}
+
+
+def _job_range(job_id: str) -> Document:
+    # ":" then ";" in ASCII: exactly the ids `<job id>:...`.
+    return {"_id": {"$gt": f"{job_id}:", "$lt": f"{job_id};"}}
+
+
+class JobStore:
+    def __init__(self, db: Database):
+        self.jobs = db["jobs"]
+        self.chunks = db["job_chunks"]
+
+    async def ensure_indexes(self) -> None:
+        scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
+        await self.jobs.create_index([*scope, ("_id", DESCENDING)])
+        await self.jobs.create_index([("status", ASCENDING), ("created_at", ASCENDING)])
+        await self.chunks.create_index([("state", ASCENDING), ("_id", ASCENDING)])
+
+    async def job(self, account_id: str, mode: str, job_id: str) -> JobRecord | None:
+        doc = await self.jobs.find_one({"_id": job_id, "account_id": account_id, "mode": mode})
+        return None if doc is None else JobRecord.model_validate(doc)
+
+    async def job_by_id(self, job_id: str) -> JobRecord | None:
+        doc = await self.jobs.find_one({"_id": job_id})
+        return None if doc is None else JobRecord.model_validate(doc)
+
+    # --- what commands write, inside their transaction ---------------------------------------
+
+    async def open_upload(self, session: AsyncClientSession, record: JobRecord) -> JobRecord:
+        """The job `record` describes, created "uploading" by the first of its uploads."""
+        doc = await self.jobs.find_one_and_update(
+            {"_id": record.id},
+            {"$setOnInsert": record.to_document()},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+            session=session,
+        )
+        return JobRecord.model_validate(doc)
+
+    async def insert_chunks(
+        self,
+        session: AsyncClientSession,
+        job: JobRecord,
+        chunks: Sequence[tuple[int, list[Any]]],
+        state: ChunkState,
+        now: datetime,
+    ) -> None:
+        """Chunks of `job`: (seq, items) each."""
+        if not chunks:
+            return
+        documents = [
+            {
+                "_id": chunk_id(job.id, seq),
+                "job_id": job.id,
+                "seq": seq,
+                "type": job.type,
+                "state": state,
+                "items": items,
+                "attempts": 0,
+                "created_at": now,
+            }
+            for seq, items in chunks
+        ]
+        await self.chunks.insert_many(documents, session=session)
+
+    async def start(
+        self, session: AsyncClientSession, job_id: str, total: int, now: datetime
+    ) -> bool:
+        """An uploading job queued with its `total`, its chunks released; False if it was not
+        uploading any more (another start, a cancel)."""
+        result = await self.jobs.update_one(
+            {"_id": job_id, "status": "uploading"},
+            {"$set": {"status": "queued", "total": total, "updated_at": now}},
+            session=session,
+        )
+        if result.matched_count != 1:
+            return False
+        await self.chunks.update_many(
+            {**_job_range(job_id), "state": "waiting"},
+            {"$set": {"state": "pending"}},
+            session=session,
+        )
+        return True
+
+    async def cancel(
+        self, session: AsyncClientSession, job_id: str, status: str, now: datetime
+    ) -> bool:
+        """A job still in `status` canceled with its chunks not done yet; False if its status
+        changed meanwhile. A chunk's commit writes its chunk last, so a chunk being committed
+        either commits first (and stays done) or finds itself canceled and writes nothing."""
+        result = await self.jobs.update_one(
+            {"_id": job_id, "status": status},
+            {"$set": {"status": "canceled", "finished_at": now, "updated_at": now}},
+            session=session,
+        )
+        if result.matched_count != 1:
+            return False
+        await self.chunks.update_many(
+            {**_job_range(job_id), "state": {"$in": ["waiting", "pending"]}},
+            {"$set": {"state": "canceled"}},
+            session=session,
+        )
+        return True
+
+    async def retry_soon(self, chunk_id: str, token: str, at: datetime) -> None:
+        """Give a claimed chunk back, to be claimed again from `at`, without counting this
+        claim as an attempt (its commit was held up, not failed)."""
+        await self.chunks.update_one(
+            {"_id": chunk_id, "lease_owner": token, "state": "pending"},
+            {"$set": {"lease_until": at}, "$inc": {"attempts": -1}},
+        )
+
+    async def drop_chunk(self, chunk_id: str, token: str) -> None:
+        """A claimed chunk of a finished job: canceled, never worked."""
+        await self.chunks.update_one(
+            {"_id": chunk_id, "lease_owner": token, "state": "pending"},
+            {"$set": {"state": "canceled"}, "$unset": {"lease_until": ""}},
+        )
+
+    # --- the worker --------------------------------------------------------------------------
+
+    async def claim(
+        self, now: datetime, lease_until: datetime, token: str, limit: int
+    ) -> list[Chunk]:
+        """Lease up to `limit` pending chunks, oldest job first. The update repeats the
+        listing's condition, so of two claims listing the same chunks each goes to one."""
+        cursor = self.chunks.find(_free(now), {"_id": 1}).sort("_id", ASCENDING).limit(limit)
+        ids = [doc["_id"] async for doc in cursor]
+        if not ids:
+            return []
+        await self.chunks.update_many(
+            {"_id": {"$in": ids}, **_free(now)},
+            {"$set": {"lease_owner": token, "lease_until": lease_until}, "$inc": {"attempts": 1}},
+        )
+        won = self.chunks.find({"_id": {"$in": ids}, "lease_owner": token})
+        return [Chunk.model_validate(doc) async for doc in won.sort("_id", ASCENDING)]
+
+    async def mark_running(self, job_ids: Sequence[str], now: datetime) -> None:
+        await self.jobs.update_many(
+            {"_id": {"$in": list(job_ids)}, "status": "queued"},
+            {"$set": {"status": "running", "started_at": now, "updated_at": now}},
+        )
+
+    async def job_open(self, session: AsyncClientSession, job_id: str) -> bool:
+        """Whether the job still takes work (queued or running), read in the transaction."""
+        doc = await self.jobs.find_one(
+            {"_id": job_id, "status": {"$in": ["queued", "running"]}}, {"_id": 1}, session=session
+        )
+        return doc is not None
+
+    async def finish_chunk(
+        self,
+        session: AsyncClientSession,
+        chunk: Chunk,
+        token: str,
+        outcomes: Sequence[JobRowOutcome],
+        now: datetime,
+    ) -> bool:
+        """The chunk done with its outcomes, to be counted ("counting"), in the caller's
+        transaction: only under the chunk's lease and while it is pending. False (abort the
+        transaction) when another claim took it over or it was canceled."""
+        done = await self.chunks.update_one(
+            {"_id": chunk.id, "lease_owner": token, "state": "pending"},
+            {
+                "$set": {
+                    "state": "counting",
+                    "outcomes": [outcome.model_dump(exclude_none=True) for outcome in outcomes],
+                    "done_at": now,
+                },
+                "$unset": {"items": "", "lease_until": ""},
+            },
+            session=session,
+        )
+        return done.matched_count == 1
+
+    async def count(
+        self,
+        session: AsyncClientSession,
+        chunk_id: str,
+        job_id: str,
+        outcomes: Sequence[JobRowOutcome],
+        now: datetime,
+    ) -> bool:
+        """A chunk that is done ("counting") counted into its job, in one transaction with
+        the chunk's move to "done", so it is counted once (False: it was counted already).
+        The job's counters only grow, its first errors are kept, and it is finished when
+        every row is processed."""
+        moved = await self.chunks.update_one(
+            {"_id": chunk_id, "state": "counting"},
+            {"$set": {"state": "done", "counted_at": now}},
+            session=session,
+        )
+        if moved.matched_count != 1:
+            return False
+        failed = [o for o in outcomes if o.error is not None]
+        errors = [
+            JobError(row=o.row, pass_id=o.pass_id, error=o.error).model_dump(exclude_none=True)
+            for o in failed[:MAX_JOB_ERRORS]
+            if o.error is not None
+        ]
+        update: Document = {
+            "$inc": {
+                "processed": len(outcomes),
+                "succeeded": len(outcomes) - len(failed),
+                "failed": len(failed),
+            },
+            "$set": {"updated_at": now},
+        }
+        if errors:
+            # A positive $slice keeps the first ones: the errors of the earliest chunks.
+            update["$push"] = {"errors": {"$each": errors, "$slice": MAX_JOB_ERRORS}}
+        job = await self.jobs.find_one_and_update(
+            {"_id": job_id}, update, return_document=ReturnDocument.AFTER, session=session
+        )
+        if job is None or job["status"] not in ("queued", "running"):
+            return True
+        if int(job["processed"]) >= int(job["total"]):
+            status = "succeeded" if int(job["succeeded"]) or not int(job["total"]) else "failed"
+            await self.jobs.update_one(
+                {"_id": job_id},
+                {"$set": {"status": status, "finished_at": now}},
+                session=session,
+            )
+        return True
+
+    async def uncounted(self, before: datetime) -> list[Document]:
+        """Chunks done before `before` and still not counted (their replica died in between)."""
+        cursor = self.chunks.find(
+            {"state": "counting", "done_at": {"$lt": before}},
+            {"job_id": 1, "outcomes": 1},
+        )
+        return [doc async for doc in cursor.limit(100)]
+
+    async def expire_uploads(self, before: datetime, now: datetime) -> list[str]:
+        """Fail the jobs whose upload began before `before` and never finished."""
+        cursor = self.jobs.find({"status": "uploading", "created_at": {"$lt": before}}, {"_id": 1})
+        ids = [doc["_id"] async for doc in cursor]
+        if not ids:
+            return []
+        error = RowError(
+            status=400,
+            type="invalid_request_error",
+            code="job_upload_incomplete",
+            message="The job's rows never finished uploading; send the request again.",
+        )
+        await self.jobs.update_many(
+            {"_id": {"$in": ids}, "status": "uploading"},
+            {
+                "$set": {
+                    "status": "failed",
+                    "finished_at": now,
+                    "updated_at": now,
+                    "errors": [JobError(error=error).model_dump(exclude_none=True)],
+                }
+            },
+        )
+        for job_id in ids:
+            await self.chunks.update_many(
+                {**_job_range(job_id), "state": "waiting"}, {"$set": {"state": "canceled"}}
+            )
+        return ids
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def chunks_of(self, job_id: str) -> AsyncIterator[Document]:
+        """The job's chunks in order, without the input items of those done."""
+        cursor = self.chunks.find(_job_range(job_id), {"lease_owner": 0, "lease_until": 0})
+        async for doc in cursor.sort("_id", ASCENDING):
+            yield doc

@@ -1,0 +1,162 @@
+"""The durable consumers of the events stream, a batch at a time (the events and the webhooks
+services; both replicas of each share their durable consumer).
+
+Each fetch takes what the stream has for the consumer, up to `BATCH_SIZE` events, as soon as
+there is at least one (nats-server answers a pull at the first message rather than waiting for
+the batch to fill), and hands them to the handler at once, so the handler stores a batch with
+one `insert_many` instead of a write per event. Every event of the batch is acknowledged once
+the handler returned, which it does only when the whole batch is stored; if it raises (MongoDB
+down), every event of the batch is negatively acknowledged and comes back after
+`RETRY_SECONDS`: the handlers dedupe by id, so what was stored before the failure is not
+stored twice. A message that can never parse as a `PassEventMessage` would come back forever:
+it is rejected (terminated), loudly, and the rest of its batch goes on.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from faststream.nats import NatsBroker
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.client import JetStreamContext
+from pydantic import ValidationError
+
+from shared.messages import (
+    EVENTS_STREAM,
+    EVENTS_SUBJECT_PREFIX,
+    PassEventMessage,
+    pass_event_adapter,
+)
+from shared.mongo import origin
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 100
+# How long one fetch waits for a first event; only bounds how soon a stop is noticed.
+FETCH_SECONDS = 1.0
+# A batch the handler failed comes back after this long, not at once: an outage is no busy loop.
+RETRY_SECONDS = 1.0
+STOP_GRACE_SECONDS = 5.0
+
+HandleBatch = Callable[[list[PassEventMessage]], Awaitable[None]]
+
+
+class EventBatchConsumer:
+    """A worker (shared.connections.running starts it once the streams exist)."""
+
+    def __init__(
+        self, broker: NatsBroker, durable: str, handle: HandleBatch, batch_size: int = BATCH_SIZE
+    ) -> None:
+        self._broker = broker
+        self._durable = durable
+        self._handle = handle
+        self._batch_size = batch_size
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._subscription: JetStreamContext.PullSubscription | None = None
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._task = asyncio.create_task(self._run(), name=f"consumer-{self._durable}")
+
+    async def stop(self) -> None:
+        """Take no new batch; let the one in hand finish (and be acknowledged) for a while."""
+        self._stopping.set()
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), STOP_GRACE_SECONDS)
+        except TimeoutError:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                messages = await self._fetch()
+                if messages:
+                    await self._process(messages)
+        finally:
+            # A pull subscription left open holds up the connection's drain at shutdown.
+            await self._unsubscribe()
+
+    async def _fetch(self) -> list[Msg]:
+        try:
+            if self._subscription is None:
+                self._subscription = await self._subscribe()
+            return await self._subscription.fetch(self._batch_size, timeout=FETCH_SECONDS)
+        except TimeoutError:
+            return []
+        except (NatsError, OSError) as exc:
+            log.warning("consumer %s: fetch failed (%s); retrying", self._durable, exc)
+            # Bind afresh next time (the consumer may have been recreated meanwhile).
+            await self._unsubscribe()
+            await self._pause(RETRY_SECONDS)
+            return []
+
+    async def _unsubscribe(self) -> None:
+        if self._subscription is not None:
+            with contextlib.suppress(Exception):
+                await self._subscription.unsubscribe()
+            self._subscription = None
+
+    async def _subscribe(self) -> JetStreamContext.PullSubscription:
+        config = ConsumerConfig(
+            durable_name=self._durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+        )
+        return await self._broker.connection.jetstream().pull_subscribe(
+            f"{EVENTS_SUBJECT_PREFIX}.>",
+            durable=self._durable,
+            stream=EVENTS_STREAM,
+            config=config,
+        )
+
+    async def _process(self, messages: list[Msg]) -> None:
+        events: list[PassEventMessage] = []
+        parsed: list[Msg] = []
+        for message in messages:
+            try:
+                events.append(pass_event_adapter.validate_json(message.data))
+            except ValidationError:
+                log.error("dropping malformed event %s on %s", _msg_id(message), message.subject)
+                await _settle(message.term())
+                continue
+            parsed.append(message)
+        if not events:
+            return
+        try:
+            with origin("consumer"):
+                await self._handle(events)
+        except Exception:
+            log.exception(
+                "consumer %s: a batch of %d events failed; it will be redelivered",
+                self._durable,
+                len(events),
+            )
+            for message in parsed:
+                await _settle(message.nak(delay=RETRY_SECONDS))
+            return
+        for message in parsed:
+            await _settle(message.ack())
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+async def _settle(step: Awaitable[None]) -> None:
+    """Acknowledge (or not); a lost acknowledgement only means a redelivery, which dedupes."""
+    try:
+        await step
+    except (NatsError, OSError) as exc:
+        log.warning("an acknowledgement was not sent: %s", exc)
+
+
+def _msg_id(message: Msg) -> str:
+    return (message.headers or {}).get("Nats-Msg-Id", "?")

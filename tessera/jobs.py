@@ -1,0 +1,184 @@
+"""`tessera import FILE.csv --template tmpl_...` and `tessera jobs watch ID`: a client of the
+jobs API (docs/api-decisions.md#jobs) with a live progress bar (rich), rate and ETA.
+
+The import uploads the CSV as is (POST /v1/jobs/import_passes), watches the job until it
+finishes and writes its results (one CSV line per row: pass id and links, or the error). Its
+Idempotency-Key is derived from the template and the file's bytes unless given, so running the
+same command again after an interruption resumes that import instead of starting a second one.
+The base URL and the API key come from flags or from TESSERA_BASE_URL (default: `tessera up`'s
+http://127.0.0.1:8000) and TESSERA_KEY.
+"""
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+FINISHED = frozenset({"succeeded", "failed", "canceled"})
+POLL_SECONDS = 0.5
+UPLOAD_TIMEOUT_SECONDS = 600.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+# Where `tessera up` serves the API by default.
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+class JobsError(Exception):
+    """Something the command reports and exits 1 for (the API's error message, say)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    base_url: str
+    key: str
+
+    @classmethod
+    def of(cls, base_url: str | None, key: str | None) -> "Target":
+        url = base_url or os.environ.get("TESSERA_BASE_URL") or DEFAULT_BASE_URL
+        secret = key or os.environ.get("TESSERA_KEY")
+        if not secret:
+            raise JobsError("set an API key with --key or TESSERA_KEY")
+        return cls(url.rstrip("/"), secret)
+
+    def client(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> httpx2.Client:
+        headers = {"Authorization": f"Bearer {self.key}"}
+        return httpx2.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+
+class RateColumn(ProgressColumn):
+    """Rows processed per second (rich's own speed column counts bytes)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.0f} rows/s", style="progress.data.speed")
+
+
+def _answer(response: httpx2.Response, *expected: int) -> dict[str, Any]:
+    if response.status_code not in expected:
+        try:
+            error = response.json()["error"]
+            detail = f"{error['message']} ({error['type']}, param {error['param']})"
+        except (ValueError, KeyError, TypeError):
+            detail = response.text[:300]
+        raise JobsError(
+            f"{response.request.method} {response.request.url.path}: "
+            f"{response.status_code} {detail}"
+        )
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def import_key(template_id: str, data: bytes) -> str:
+    """The Idempotency-Key of importing these bytes into this template."""
+    digest = hashlib.sha256(template_id.encode() + b"\0" + data).hexdigest()
+    return f"tessera-import-{digest[:40]}"
+
+
+def upload(target: Target, path: Path, template_id: str, key: str | None) -> dict[str, Any]:
+    """Create the import job; its job object."""
+    data = path.read_bytes()
+    headers = {"Content-Type": "text/csv", "Idempotency-Key": key or import_key(template_id, data)}
+    with target.client(UPLOAD_TIMEOUT_SECONDS) as client:
+        response = client.post(
+            "/v1/jobs/import_passes",
+            params={"template_id": template_id},
+            content=data,
+            headers=headers,
+        )
+    return _answer(response, 202)
+
+
+def watch(target: Target, job_id: str, console: Console) -> dict[str, Any]:
+    """Show the job's progress until it finishes; the finished job."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with target.client() as client, Progress(*columns, console=console) as progress:
+        bar = progress.add_task(job_id, total=None)
+        while True:
+            job = _answer(client.get(f"/v1/jobs/{job_id}"), 200)
+            progress.update(
+                bar,
+                total=job["total"] or None,
+                completed=job["processed"],
+                description=f"{job_id} {job['status']}",
+            )
+            if job["status"] in FINISHED:
+                return job
+            time.sleep(POLL_SECONDS)
+
+
+def write_results(target: Target, job_id: str, out: Path) -> int:
+    """Stream the job's results as CSV into `out`; how many rows it holds."""
+    rows = -1  # the header line
+    with (
+        target.client(UPLOAD_TIMEOUT_SECONDS) as client,
+        client.stream(
+            "GET", f"/v1/jobs/{job_id}/results", headers={"Accept": "text/csv"}
+        ) as response,
+    ):
+        if response.status_code != 200:
+            response.read()
+            _answer(response, 200)
+        with out.open("wb") as file:
+            for chunk in response.iter_bytes():
+                file.write(chunk)
+                rows += chunk.count(b"\n")
+    return max(rows, 0)
+
+
+def summary(job: dict[str, Any]) -> str:
+    return (
+        f"job {job['id']} {job['status']}: {job['succeeded']} passes issued, "
+        f"{job['failed']} rows failed, of {job['total']}"
+    )
+
+
+def run_import(
+    target: Target,
+    path: Path,
+    template_id: str,
+    out: Path | None,
+    key: str | None,
+    console: Console,
+) -> int:
+    job = upload(target, path, template_id, key)
+    console.print(f"job {job['id']}: {job['total']} rows uploaded")
+    done = watch(target, job["id"], console)
+    results = out or path.with_name(f"{path.stem}.results.csv")
+    rows = write_results(target, done["id"], results)
+    console.print(summary(done))
+    for entry in done["errors"][:5]:
+        where = f"row {entry['row']}" if "row" in entry else entry.get("pass_id", "")
+        console.print(f"  {where}: {entry['error']['message']}")
+    console.print(f"results ({rows} rows): {results}")
+    return 0 if done["status"] == "succeeded" else 1
+
+
+def run_watch(target: Target, job_id: str, console: Console) -> int:
+    done = watch(target, job_id, console)
+    console.print(summary(done))
+    return 0 if done["status"] == "succeeded" else 1

@@ -1,0 +1,142 @@
+"""Issue 12, acceptance 1: POST /v1/passes/batch. A batch of 100 rows with 3 bad ones makes 97
+passes and answers 3 row errors with their params; a replay with the same Idempotency-Key
+answers the same body and makes nothing; rows past the monthly quota answer 402 each, and a
+row the issuer refused gives its unit back.
+
+The stack's plan table (its own stack, for that): free has room for every test here, paid's
+test mode has a quota of 6 passes a month.
+"""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.api import (
+    PASS_KEYS,
+    TEMPLATE_BODY,
+    all_passes,
+    assert_error,
+    create_template,
+    ok,
+)
+from tests.support.polling import poll
+from tests.support.stack import Stack, new_stack, serving
+
+pytestmark = pytest.mark.e2e
+QUOTA = 6
+PLANS = {
+    "free": {"rate_limit": 1_000, "monthly_passes": {"test": 1_000_000, "live": 0}},
+    "paid": {"live_keys": True, "rate_limit": 1_000, "monthly_passes": {"test": QUOTA, "live": 0}},
+}
+
+
+@pytest.fixture(scope="module")
+def stack(
+    nats_url: str, mongo_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("batch-stack"))
+    running.extra_env = {"TESSERA_API_PLANS": json.dumps(PLANS)}
+    with serving(running):
+        yield running
+
+
+def _rows(template_id: str, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "template_id": template_id,
+            "holder_name": f"Guest {n}",
+            "holder_email": f"guest{n}@example.com",
+            "field_values": {"seat": f"A{n}"},
+        }
+        for n in range(count)
+    ]
+
+
+def test_100_rows_with_3_bad_make_97_passes_and_a_replay_makes_nothing(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        rows = _rows(template["id"], 100)
+        rows[3] = {**rows[3], "holder_email": "nope"}  # refused by the api
+        rows[50] = {**rows[50], "field_values": {"shoe": "9"}}  # refused by the issuer
+        rows[97] = {**rows[97], "template_id": "tmpl_0000000000000000000000"}
+        key = {"Idempotency-Key": "batch-1"}
+
+        response = client.post("/v1/passes/batch", json={"passes": rows}, headers=key)
+
+        body = ok(response)
+        assert body["object"] == "batch"
+        assert [row["index"] for row in body["data"]] == list(range(100))
+        failed = {row["index"]: row for row in body["data"] if row["status"] != 201}
+        assert {i: (r["status"], r["error"]["param"]) for i, r in failed.items()} == {
+            3: (400, "holder_email"),
+            50: (400, "field_values.shoe"),
+            97: (404, "template_id"),
+        }
+        for row in failed.values():
+            assert set(row) == {"index", "status", "error"}
+            assert set(row["error"]) == {"type", "code", "message", "param"}
+        made = [row for row in body["data"] if row["status"] == 201]
+        assert len(made) == 97
+        assert all(set(row) == {"index", "status", "pass"} for row in made)
+        assert all(set(row["pass"]) == PASS_KEYS for row in made)
+        assert made[0]["pass"]["holder_name"] == "Guest 0"
+        stored = all_passes(client)
+        assert {p["id"] for p in stored} == {row["pass"]["id"] for row in made}
+
+        replay = client.post("/v1/passes/batch", json={"passes": rows}, headers=key)
+        assert replay.headers["Idempotent-Replayed"] == "true"
+        assert replay.json() == body
+        assert len(all_passes(client)) == 97
+        reused = client.post("/v1/passes/batch", json={"passes": rows[:5]}, headers=key)
+        assert_error(reused, 409, "idempotency_error", None, "idempotency_key_reused")
+
+        # One created event per pass, as single creates record (webhooks: pass.issued).
+        def created() -> list[str]:
+            events = client.get("/v1/events", params={"limit": 200}).json()["data"]
+            return [e["pass_id"] for e in events if e["type"] == "created"]
+
+        found = poll(created, lambda ids: len(ids) >= 97, message="97 created events")
+        assert sorted(found) == sorted(p["id"] for p in stored)
+
+
+def test_rows_past_the_quota_answer_402_each(stack: Stack) -> None:
+    account = stack.new_account(plan="paid")
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        rows = _rows(template["id"], 8)
+        rows[0] = {**rows[0], "field_values": {"shoe": "9"}}  # the issuer refuses it
+
+        body = ok(client.post("/v1/passes/batch", json={"passes": rows}))
+
+        statuses = [row["status"] for row in body["data"]]
+        assert statuses == [400, 201, 201, 201, 201, 201, 402, 402]
+        for row in body["data"][6:]:
+            assert row["error"]["type"] == "billing_error"
+            assert row["error"]["code"] == "quota_exceeded"
+        # The refused row gave its unit back: one more pass fits, then none.
+        more = ok(client.post("/v1/passes/batch", json={"passes": _rows(template["id"], 2)}))
+        assert [row["status"] for row in more["data"]] == [201, 402]
+        assert len(all_passes(client)) == QUOTA
+        single = client.post("/v1/passes", json={"template_id": template["id"]})
+        assert_error(single, 402, "billing_error", None, "quota_exceeded")
+
+
+def test_an_empty_or_oversized_batch_is_refused_whole(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        for passes in ([], _rows(template["id"], 101)):
+            refused = client.post("/v1/passes/batch", json={"passes": passes})
+            assert_error(refused, 400, "invalid_request_error", "passes")
+        assert_error(
+            client.post("/v1/passes/batch", json={}), 400, "invalid_request_error", "passes"
+        )
+        odd = ok(client.post("/v1/passes/batch", json={"passes": ["a row?", {"template_id": 7}]}))
+        assert [(row["status"], row["error"]["param"]) for row in odd["data"]] == [
+            (400, None),
+            (400, "template_id"),
+        ]
+        assert all_passes(client) == []

@@ -1,0 +1,161 @@
+"""Issue 12, acceptance 6 (imports): kill -9 every issuer replica in turn, then all of them at
+once, while a 3,000-row import job runs. The job finishes; the store holds exactly 3,000 passes
+of it, one per row; exactly one `created` event is recorded per pass, and no event twice.
+
+A killed replica's chunks keep their lease until it runs out (10 s here), then the other
+replica takes them over and does them again from the start: nothing of the dead run was
+committed (a chunk's passes, events, row markers, outcome and counters are one transaction),
+so nothing is made twice.
+"""
+
+import time
+from collections import Counter
+from typing import Any
+
+import httpx2
+import pytest
+from pymongo import MongoClient
+from pymongo.synchronous.database import Database
+
+from tests.support.api import TEMPLATE_BODY, create_template, ok
+from tests.support.faults import log_problems
+from tests.support.polling import poll
+from tests.support.stack import Stack
+
+pytestmark = [pytest.mark.faults, pytest.mark.e2e, pytest.mark.slow]
+
+ROWS = 3000
+# Rows processed between two kills: each kill lands in the middle of the job's work.
+PROGRESS_BETWEEN_KILLS = 400
+JOB_TIMEOUT = 240.0
+FINISHED = {"succeeded", "failed", "canceled"}
+
+
+def _job(client: httpx2.Client, job_id: str) -> dict[str, Any]:
+    return ok(client.get(f"/v1/jobs/{job_id}"))
+
+
+def _ready(stack: Stack, names: list[str]) -> bool:
+    with httpx2.Client(timeout=2.0) as client:
+        for member in stack.members("issuer"):
+            if member.name not in names:
+                continue
+            try:
+                url = f"http://{stack.host}:{member.port(stack.api_port)}/readyz"
+                if client.get(url).status_code != 200:
+                    return False
+            except httpx2.HTTPError:
+                return False
+    return True
+
+
+def _kill_and_restart(stack: Stack, names: list[str]) -> None:
+    for name in names:
+        stack.children[name].kill()
+    for name in names:
+        stack.children[name].wait(5.0)
+    for name in names:
+        stack.children[name].start()
+    poll(lambda: _ready(stack, names), timeout=60, message=f"{names} ready again")
+
+
+def _store(stack: Stack) -> tuple[MongoClient[dict[str, Any]], Database[dict[str, Any]]]:
+    mongo: MongoClient[dict[str, Any]] = MongoClient(stack.mongo_url)
+    return mongo, mongo[stack.database]
+
+
+@pytest.mark.timeout(480)
+def test_an_import_survives_kill_9_of_every_issuer_replica(stack: Stack) -> None:
+    began = time.monotonic()
+    account = stack.new_account(plan="paid")
+    rows = [
+        {"holder_name": f"row-{n}", "field_values": {"gate": str(n)}} for n in range(1, ROWS + 1)
+    ]
+    timings: list[str] = []
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
+        job = ok(client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "faults"}), 202)
+        replicas = stack.replica_names("issuer")
+        assert len(replicas) >= 2
+        try:
+            progress = 0
+            for victims in [[name] for name in replicas] + [replicas]:
+                target = progress + PROGRESS_BETWEEN_KILLS
+
+                def reached(found: dict[str, Any], at_least: int = target) -> bool:
+                    return bool(found["processed"] >= at_least or found["status"] in FINISHED)
+
+                seen = poll(
+                    lambda: _job(client, job["id"]),
+                    reached,
+                    timeout=JOB_TIMEOUT,
+                    message=f"{target} rows processed",
+                    interval=0.1,
+                )
+                assert seen["status"] == "running", f"the job ended early: {seen}"
+                progress = seen["processed"]
+                killed_at = time.monotonic()
+                _kill_and_restart(stack, victims)
+                timings.append(
+                    f"  kill -9 {' and '.join(victims)} at {progress} rows processed: back in "
+                    f"{time.monotonic() - killed_at:.1f}s"
+                )
+            finished_at = time.monotonic()
+            done = poll(
+                lambda: _job(client, job["id"]),
+                lambda found: found["status"] in FINISHED,
+                timeout=JOB_TIMEOUT,
+                message="the job to finish",
+                interval=0.2,
+            )
+            timings.append(
+                f"  the job finished {time.monotonic() - finished_at:.1f}s after the last kill"
+            )
+        finally:
+            logs = stack.work_dir / "logs"
+            print(f"\nwarnings and errors in {logs}:", *log_problems(logs) or ["  none"], sep="\n")
+
+    assert (done["status"], done["processed"], done["succeeded"], done["failed"]) == (
+        "succeeded",
+        ROWS,
+        ROWS,
+        0,
+    )
+    mongo, db = _store(stack)
+    with mongo:
+        scope = {"account_id": account.id}
+        names = Counter(doc["holder_name"] for doc in db.passes.find(scope, {"holder_name": 1}))
+        pass_ids = {doc["_id"] for doc in db.passes.find(scope, {"_id": 1})}
+
+        def recorded() -> list[dict[str, Any]]:
+            return list(db.pass_events.find(scope, {"pass_id": 1, "type": 1}))
+
+        events = poll(recorded, lambda found: len(found) >= ROWS, timeout=120, message="events")
+        outbox_left = db.outbox.count_documents({})
+        chunks = Counter(doc["state"] for doc in db.job_chunks.find({"job_id": job["id"]}))
+    print(
+        "job faults:",
+        *timings,
+        f"  passes stored: {len(pass_ids)}; rows with more than one pass: "
+        f"{sum(1 for n in names.values() if n > 1)}; events: {len(events)}; chunks {dict(chunks)}",
+        f"  wall time {time.monotonic() - began:.0f}s",
+        sep="\n",
+    )
+    assert len(pass_ids) == ROWS
+    assert set(names) == {f"row-{n}" for n in range(1, ROWS + 1)}
+    assert max(names.values()) == 1, "a row made two passes"
+    created = Counter(e["pass_id"] for e in events if e["type"] == "created")
+    assert set(created) == pass_ids
+    assert max(created.values()) == 1, "a pass has two created events"
+    assert Counter(e["type"] for e in events) == {"created": ROWS}
+    assert outbox_left == 0 or poll(
+        lambda: _store_outbox(stack) == 0, timeout=30, message="an empty outbox"
+    )
+    assert chunks == {"done": 30}
+
+
+def _store_outbox(stack: Stack) -> int:
+    mongo, db = _store(stack)
+    with mongo:
+        return db.outbox.count_documents({})

@@ -1,0 +1,357 @@
+"""The job framework against the real store, below NATS: an import's upload and start
+(IssuerService commands), the worker's chunks (claimed and run here by hand, as the poller
+would), forward-only counters, a chunk done twice after a lost lease creating nothing twice,
+cancel, the upload timeout, and a chunk that keeps failing given up."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.issuer.artifacts import WalletArtifacts
+from services.issuer.bulk import PassMaker
+from services.issuer.jobs.import_passes import JOB_TYPE, ImportPasses
+from services.issuer.jobs.reads import JobReads
+from services.issuer.jobs.registry import JobRegistry
+from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.jobs.worker import MAX_CHUNK_ATTEMPTS, JobWorker
+from services.issuer.repository import IssuerRepository
+from services.issuer.service import IssuerService
+from shared.clock import SystemClock
+from shared.errors import InvalidRequest, NotFound
+from shared.ids import new_id
+from shared.messages import AddImportRows, CancelJob, ImportChunk, ImportRow, StartJob
+from shared.models import JobRecord, JobRowOutcome, RowError, TemplateRecord
+from tests.support.inproc_api import ManualClock
+from tests.support.issuer import (
+    ACCOUNT,
+    archive_command,
+    command_base,
+    dev_artifacts,
+    issuer_repository,
+    template_command,
+)
+
+LEASE = timedelta(seconds=60)
+PRE_FAILED = RowError(status=402, type="billing_error", code="quota_exceeded", message="no")
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> WalletArtifacts:
+    data_dir: Path = tmp_path_factory.mktemp("issuer-data")
+    return dev_artifacts(data_dir)
+
+
+@pytest.fixture
+async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
+    async with issuer_repository(mongo_url) as repository:
+        yield repository
+
+
+@pytest.fixture
+async def store(repo: IssuerRepository) -> JobStore:
+    jobs = JobStore(repo.db)
+    await jobs.ensure_indexes()
+    return jobs
+
+
+@pytest.fixture
+def service(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> IssuerService:
+    return IssuerService(repo, artifacts, SystemClock(), lambda: None, job_store=store)
+
+
+@pytest.fixture
+def worker(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> JobWorker:
+    registry = JobRegistry()
+    registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, SystemClock())))
+    return JobWorker(
+        repo,
+        store,
+        registry,
+        SystemClock(),
+        lambda: None,
+        concurrency=2,
+        lease_seconds=LEASE.total_seconds(),
+        poll_seconds=1.0,
+        upload_timeout_seconds=3600,
+    )
+
+
+async def _template(service: IssuerService) -> TemplateRecord:
+    record = await service.handle(template_command())
+    assert isinstance(record, TemplateRecord)
+    return record
+
+
+async def _job(service: IssuerService, command: Any) -> JobRecord:
+    record = await service.handle(command)
+    assert isinstance(record, JobRecord)
+    return record
+
+
+def _rows(first: int, count: int, bad: dict[int, dict[str, Any]] | None = None) -> list[ImportRow]:
+    rows = []
+    for number in range(first, first + count):
+        fields = (bad or {}).get(number, {"field_values": {"seat": f"S{number}"}})
+        rows.append(ImportRow(row=number, holder_name=f"Holder {number}", **fields))
+    return rows
+
+
+async def _upload(
+    service: IssuerService, template_id: str, chunks: list[list[ImportRow]]
+) -> JobRecord:
+    """An import's upload (one command per two chunks) and its start, as the api sends them."""
+    job_id = new_id("job")
+    request = command_base()["command_id"]
+    numbered = [ImportChunk(seq=seq, rows=rows) for seq, rows in enumerate(chunks)]
+    for n in range(0, len(numbered), 2):
+        await _job(
+            service,
+            AddImportRows(
+                **{**command_base(), "command_id": f"{request}.rows.{n}"},
+                job_id=job_id,
+                template_id=template_id,
+                chunks=numbered[n : n + 2],
+            ),
+        )
+    total = sum(len(rows) for rows in chunks)
+    return await _job(
+        service,
+        StartJob(
+            **{**command_base(), "command_id": f"{request}.start"}, job_id=job_id, total=total
+        ),
+    )
+
+
+async def _claim(
+    store: JobStore,
+    owner: str = "test/1",
+    later: timedelta = timedelta(),
+) -> list[Chunk]:
+    now = SystemClock().now() + later
+    return await store.claim(now, now + LEASE, owner, 100)
+
+
+async def _results(repo: IssuerRepository, job_id: str) -> list[JobRowOutcome]:
+    reads = JobReads(repo.db)
+    job = await reads.job(ACCOUNT, "test", job_id)
+    assert job is not None
+    return [outcome async for chunk in reads.results(job) for outcome in chunk]
+
+
+async def test_an_import_is_uploaded_started_and_worked_chunk_by_chunk(
+    service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
+) -> None:
+    template = await _template(service)
+    first = _rows(1, 100, bad={7: {"field_values": {"nope": "x"}}})
+    first[41] = ImportRow(row=42, error=PRE_FAILED)  # refused by the api (past the quota)
+    job = await _upload(service, template.id, [first, _rows(101, 100), _rows(201, 50)])
+    assert (job.status, job.total, job.processed) == ("queued", 250, 0)
+    assert await repo.passes.count_documents({}) == 0  # nothing is made before a worker runs
+
+    chunks = await _claim(store)
+    assert [chunk.seq for chunk in chunks] == [0, 1, 2]
+    assert [await worker.run_chunk(chunk, "test/1") for chunk in chunks] == [True] * 3
+
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.status, done.processed, done.succeeded, done.failed) == (
+        "succeeded",
+        250,
+        248,
+        2,
+    )
+    assert done.finished_at is not None
+    assert [(e.row, e.error.param or e.error.code) for e in done.errors] == [
+        (7, "field_values.nope"),
+        (42, "quota_exceeded"),
+    ]
+    results = await _results(repo, job.id)
+    assert [outcome.row for outcome in results] == list(range(1, 251))
+    made = [outcome for outcome in results if outcome.error is None]
+    stored = {doc["_id"]: doc async for doc in repo.passes.find({}, {"short_id": 1})}
+    assert {o.pass_id: o.short_id for o in made} == {k: v["short_id"] for k, v in stored.items()}
+    assert await repo.db["outbox"].count_documents({}) == 248  # one created event per pass
+    assert await _claim(store) == []
+
+
+async def test_a_chunk_done_twice_after_its_lease_ran_out_creates_nothing_twice(
+    service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
+) -> None:
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(1, 40)])
+    [stale] = await _claim(store, "replica-a/1")
+    # replica-a pauses past its lease; replica-b takes the chunk over and both finish it.
+    [taken] = await _claim(store, "replica-b/1", later=LEASE + timedelta(seconds=1))
+    assert taken.id == stale.id
+    assert taken.attempts == 2
+
+    outcomes = await asyncio.gather(
+        worker.run_chunk(stale, "replica-a/1"), worker.run_chunk(taken, "replica-b/1")
+    )
+
+    assert list(outcomes) == [False, True]  # only the lease holder commits
+    assert await repo.passes.count_documents({}) == 40
+    assert await repo.db["outbox"].count_documents({}) == 40
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.processed, done.succeeded, done.status) == (
+        40,
+        40,
+        "succeeded",
+    )
+
+
+async def test_chunks_of_one_job_committing_at_once_are_all_counted(
+    service: IssuerService, worker: JobWorker, store: JobStore
+) -> None:
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(n * 20 + 1, 20) for n in range(6)])
+    chunks = await _claim(store)
+    assert all(await asyncio.gather(*(worker.run_chunk(c, "test/1") for c in chunks)))
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.processed, done.succeeded, done.status) == (
+        120,
+        120,
+        "succeeded",
+    )
+
+
+async def test_cancel_stops_taking_chunks_and_keeps_what_is_done(
+    service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
+) -> None:
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(1, 10), _rows(11, 10), _rows(21, 10)])
+    first, in_flight, _ = await _claim(store)
+    assert await worker.run_chunk(first, "test/1")
+
+    canceled = await _job(service, CancelJob(**command_base(), job_id=job.id))
+
+    assert canceled.status == "canceled"
+    assert canceled.finished_at is not None
+    assert not await worker.run_chunk(in_flight, "test/1")  # taken before: not committed
+    assert await _claim(store, later=LEASE * 2) == []
+    stored = await store.job(ACCOUNT, "test", job.id)
+    assert stored is not None
+    assert (stored.status, stored.processed) == ("canceled", 10)
+    assert await repo.passes.count_documents({}) == 10
+    results = await _results(repo, job.id)
+    assert [o.row for o in results] == list(range(1, 31))
+    assert {o.error.code for o in results[10:] if o.error} == {"job_canceled"}
+    again = await _job(service, CancelJob(**command_base(), job_id=job.id))
+    assert again.status == "canceled"
+
+
+async def test_an_upload_that_never_finishes_fails_the_job_after_the_timeout(
+    service: IssuerService, store: JobStore
+) -> None:
+    template = await _template(service)
+    job_id = new_id("job")
+    add = AddImportRows(
+        **command_base(),
+        job_id=job_id,
+        template_id=template.id,
+        chunks=[ImportChunk(seq=0, rows=_rows(1, 5))],
+    )
+    await _job(service, add)
+    now = SystemClock().now()
+    assert await store.expire_uploads(now - timedelta(hours=1), now) == []
+    assert await store.expire_uploads(now + timedelta(seconds=1), now) == [job_id]
+
+    failed = await store.job(ACCOUNT, "test", job_id)
+    assert failed is not None
+    assert failed.status == "failed"
+    assert [e.error.code for e in failed.errors] == ["job_upload_incomplete"]
+    with pytest.raises(InvalidRequest) as closed:
+        await service.handle(add.model_copy(update={"command_id": "another"}))
+    assert closed.value.code == "job_upload_closed"
+    started = await _job(service, StartJob(**command_base(), job_id=job_id, total=5))
+    assert started.status == "failed"  # a late start changes nothing
+    assert await _claim(store) == []
+
+
+async def test_an_import_of_an_unknown_or_archived_template_creates_no_job(
+    service: IssuerService, store: JobStore
+) -> None:
+    archived = await _template(service)
+    await service.handle(archive_command(archived.id))
+    for template_id, refused in (
+        ("tmpl_0000000000000000000000", NotFound),
+        (archived.id, InvalidRequest),
+    ):
+        with pytest.raises(refused) as error:
+            await service.handle(
+                AddImportRows(
+                    **command_base(),
+                    job_id=new_id("job"),
+                    template_id=template_id,
+                    chunks=[ImportChunk(seq=0, rows=_rows(1, 1))],
+                )
+            )
+        assert error.value.param == "template_id"
+    assert await store.jobs.count_documents({}) == 0
+    assert await store.chunks.count_documents({}) == 0
+
+
+async def test_a_chunk_that_keeps_failing_is_given_up_and_the_job_goes_on(
+    service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
+) -> None:
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(1, 3)])
+    [chunk] = await _claim(store)
+    worn = chunk.model_copy(update={"attempts": MAX_CHUNK_ATTEMPTS + 1})
+    assert await worker.run_chunk(worn, "test/1")
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.status, done.failed) == ("failed", 3)
+    assert {e.error.code for e in done.errors} == {"job_chunk_failed"}
+    assert await repo.passes.count_documents({}) == 0
+
+
+async def test_a_chunk_committed_but_never_counted_is_counted_once_by_the_sweep(
+    service: IssuerService, repo: IssuerRepository, store: JobStore, artifacts: WalletArtifacts
+) -> None:
+    """A replica dies between a chunk's commit and its counting: any replica's sweep counts it,
+    and only once (a second sweep, or the first replica coming back, changes nothing)."""
+    clock = ManualClock()
+    registry = JobRegistry()
+    registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, clock)))
+    worker = JobWorker(
+        repo,
+        store,
+        registry,
+        clock,
+        lambda: None,
+        concurrency=1,
+        lease_seconds=LEASE.total_seconds(),
+        poll_seconds=1.0,
+        upload_timeout_seconds=3600,
+    )
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(1, 5), _rows(6, 5)])
+    first, second = await _claim(store)
+    handler = registry.handler(JOB_TYPE)
+    assert handler is not None
+    job_record = await store.job_by_id(job.id)
+    assert job_record is not None
+    # The work of the first chunk commits; its replica dies before counting it.
+    assert await worker._commit_once(first, "test/1", await handler.run(job_record, first))
+    assert await worker.run_chunk(second, "test/1")
+    counted = await store.job(ACCOUNT, "test", job.id)
+    assert counted is not None
+    assert (counted.processed, counted.finished_at) == (5, None)
+    assert (await store.chunks.find_one({"_id": first.id}) or {})["state"] == "counting"
+
+    clock.advance(60)
+    await worker._count_left_behind()
+    await worker._count_left_behind()  # rate-limited, and nothing left anyway
+    await worker._count(first.id, job.id, [])  # the dead replica's count, had it come back
+
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.processed, done.succeeded, done.status) == (10, 10, "succeeded")
+    assert await repo.passes.count_documents({}) == 10

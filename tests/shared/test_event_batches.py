@@ -1,0 +1,167 @@
+"""The batched durable consumer of the events stream (shared/event_batches.py) on a real
+nats-server, recording into the real store with the events service's own code: what waits in
+the stream is handed over in batches, a duplicate does not fail the rest of its batch, a
+malformed message is set aside alone, a failed batch comes back, and every event is
+acknowledged once it is stored."""
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+import pytest
+from faststream.nats import NatsBroker
+from nats.js.errors import NotFoundError
+
+from services.events.repository import EventsRepository
+from services.events.service import record_events
+from shared import event_batches
+from shared.event_batches import EventBatchConsumer
+from shared.ids import new_id
+from shared.messages import EVENTS_STREAM, PassEventMessage
+from shared.models import PassSnapshot
+from shared.mongo import Database, create_client
+from shared.nats import create_broker, ensure_streams
+
+DEADLINE_SECONDS = 20.0
+
+
+async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll `condition` with a deadline."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def _event(account_id: str) -> PassEventMessage:
+    pass_id = new_id("pass")
+    snapshot = PassSnapshot(
+        id=pass_id,
+        short_id="abc",
+        mode="test",
+        holder_email=None,
+        holder_name=None,
+        field_values={},
+        voided=False,
+    )
+    return PassEventMessage(
+        id=new_id("pass_event"),
+        account_id=account_id,
+        mode="test",
+        pass_id=pass_id,
+        event_type="created",
+        created_at=datetime.now(UTC),
+        pass_snapshot=snapshot,
+    )
+
+
+@pytest.fixture
+async def db(mongo_url: str) -> AsyncIterator[Database]:
+    client = create_client(mongo_url)
+    database = client[f"t_{secrets.token_hex(6)}"]
+    await EventsRepository(database).ensure_indexes()
+    try:
+        yield database
+    finally:
+        await client.drop_database(database.name)
+        await client.close()
+
+
+@pytest.fixture
+async def broker(nats_url: str) -> AsyncIterator[NatsBroker]:
+    connected = create_broker(nats_url)
+    await connected.connect()
+    await ensure_streams(connected)
+    try:
+        yield connected
+    finally:
+        await connected.stop()
+
+
+async def _publish(broker: NatsBroker, event: PassEventMessage | bytes, msg_id: str) -> None:
+    body = event if isinstance(event, bytes) else event.model_dump_json().encode()
+    js = broker.connection.jetstream()
+    await js.publish("tessera.events.pass.created", body, headers={"Nats-Msg-Id": msg_id})
+
+
+@asynccontextmanager
+async def consuming(
+    broker: NatsBroker, durable: str, handle: event_batches.HandleBatch
+) -> AsyncIterator[EventBatchConsumer]:
+    consumer = EventBatchConsumer(broker, durable, handle)
+    consumer.start()
+    try:
+        yield consumer
+    finally:
+        await consumer.stop()
+
+
+async def _nothing_pending(broker: NatsBroker, durable: str) -> bool:
+    try:
+        info = await broker.connection.jetstream().consumer_info(EVENTS_STREAM, durable)
+    except NotFoundError:  # the consumer has not made its durable yet
+        return False
+    return bool(info.num_pending + info.num_ack_pending == 0)
+
+
+async def test_waiting_events_come_as_one_batch_and_duplicates_do_not_fail_it(
+    broker: NatsBroker, db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    account = new_id("account")
+    repo = EventsRepository(db)
+    events = [_event(account) for _ in range(30)]
+    await record_events(repo, events[:5])  # recorded before: a redelivery, say
+    for event in events:
+        await _publish(broker, event, event.id)
+    await _publish(broker, b'{"not": "an event"}', f"bad-{account}")
+    durable = f"test-{secrets.token_hex(4)}"
+    batches: list[int] = []
+
+    async def record(batch: list[PassEventMessage]) -> None:
+        mine = [event for event in batch if event.account_id == account]
+        if mine:
+            batches.append(len(mine))
+        await record_events(repo, mine)
+
+    caplog.set_level(logging.INFO)
+    async with consuming(broker, durable, record):
+        await until(lambda: _nothing_pending(broker, durable), "every event acknowledged")
+    assert sum(batches) == 30
+    assert len(batches) <= 2  # all were waiting: one fetch (of at most BATCH_SIZE) took them
+    stored = [doc["_id"] async for doc in db["pass_events"].find({"account_id": account})]
+    assert sorted(stored) == sorted(event.id for event in events)
+    assert "dropping malformed event" in caplog.text
+    assert "already recorded" in caplog.text
+
+
+async def test_a_failed_batch_comes_back_and_is_stored_once(
+    broker: NatsBroker, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(event_batches, "RETRY_SECONDS", 0.1)
+    account = new_id("account")
+    repo = EventsRepository(db)
+    events = [_event(account) for _ in range(4)]
+    for event in events:
+        await _publish(broker, event, event.id)
+    failures = 0
+
+    async def flaky(batch: list[PassEventMessage]) -> None:
+        nonlocal failures
+        mine = [event for event in batch if event.account_id == account]
+        # Half of it is stored, then the store "fails": the whole batch is redelivered.
+        await record_events(repo, mine[: len(mine) // 2])
+        if mine and failures == 0:
+            failures += 1
+            raise ConnectionError("store unavailable")
+        await record_events(repo, mine)
+
+    durable = f"test-{secrets.token_hex(4)}"
+    async with consuming(broker, durable, flaky):
+        await until(lambda: _nothing_pending(broker, durable), "the retried batch acknowledged")
+    assert failures == 1
+    assert await db["pass_events"].count_documents({"account_id": account}) == 4
