@@ -28,6 +28,8 @@ PREFIXES: Final = {
     "command": "cmd",
     "device_log": "dlog",
     "job": "job",
+    "scan": "scan",
+    "scanner_key": "skey",
 }
 
 _lock = threading.Lock()

@@ -24,6 +24,7 @@ from shared.models import (
     TemplateRecord,
     TemplateType,
 )
+from shared.scans import ScanRecord
 from shared.views import WebhookView
 
 # What a command answers: each command class names its result model (`result_type`), and the
@@ -76,6 +77,8 @@ class CreateTemplate(_IssuerCommand[TemplateRecord]):
     apple_style: AppleStyle
     design: dict[str, Any]
     require_download_link: bool = False
+    # What the client sent (shared/redemption.py); the issuer fills in the type's defaults.
+    redemption: dict[str, Any] | None = None
 
 
 class UpdateTemplate(_IssuerCommand[TemplateRecord]):
@@ -86,6 +89,8 @@ class UpdateTemplate(_IssuerCommand[TemplateRecord]):
     design: dict[str, Any] | None = None
     archived: bool | None = None
     require_download_link: bool | None = None
+    # Replaces the policy whole ({} is the type's defaults); None leaves it.
+    redemption: dict[str, Any] | None = None
 
 
 class CreatePass(_IssuerCommand[PassRecord]):
@@ -208,6 +213,28 @@ class CancelJob(_IssuerCommand[JobRecord]):
     job_id: str
 
 
+class CreateUpdatePassesJob(_IssuerCommand[JobRecord]):
+    """An `update_passes` job: the values set on every non-voided pass of the template."""
+
+    result_type: ClassVar[type[BaseModel]] = JobRecord
+    type: Literal["create_update_passes_job"] = "create_update_passes_job"
+    template_id: str
+    field_values: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class RedeemPass(_IssuerCommand[ScanRecord]):
+    """A scan: decide, count and record it in one transaction (docs/redemption.md). Exactly
+    one of `code` and `pass_id`."""
+
+    result_type: ClassVar[type[BaseModel]] = ScanRecord
+    type: Literal["redeem_pass"] = "redeem_pass"
+    code: str | None = None
+    pass_id: str | None = None
+    location: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 IssuerCommand = Annotated[
     CreateTemplate
     | UpdateTemplate
@@ -218,7 +245,9 @@ IssuerCommand = Annotated[
     | CreatePasses
     | AddImportRows
     | StartJob
-    | CancelJob,
+    | CancelJob
+    | RedeemPass
+    | CreateUpdatePassesJob,
     Field(discriminator="type"),
 ]
 issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)
@@ -317,7 +346,7 @@ def reply_adapter(result_type: type[BaseModel]) -> TypeAdapter[Any]:
 
 
 PassEventType = Literal[
-    "created", "url_viewed", "downloaded", "installed", "updated", "removed", "voided"
+    "created", "url_viewed", "downloaded", "installed", "updated", "removed", "voided", "redeemed"
 ]
 
 

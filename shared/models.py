@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.redemption import RedemptionPolicy, default_policy
+
 Mode = Literal["test", "live"]
 TemplateType = Literal["event", "membership", "coupon", "loyalty", "generic"]
 AppleStyle = Literal["eventTicket", "generic", "storeCard", "coupon", "boardingPass"]
@@ -32,7 +34,17 @@ class TemplateRecord(_Record):
     design: dict[str, Any]
     archived: bool = False
     require_download_link: bool = False
+    # 1, then +1 on every PATCH that changes `design`; and the rollout job of the latest one,
+    # which re-renders the template's passes (services/issuer/jobs/rollout.py).
+    design_version: int = 1
+    rollout_job_id: str | None = None
+    # None for a template stored before redemption policies: its type's defaults apply.
+    redemption: RedemptionPolicy | None = None
     updated_at: datetime
+
+    def policy(self) -> RedemptionPolicy:
+        """The effective redemption policy (docs/redemption.md)."""
+        return self.redemption or default_policy(self.type)
 
 
 class PassSnapshot(BaseModel):
@@ -62,7 +74,18 @@ class PassRecord(_Record):
     # The Google Wallet "save" link (a signed JWT URL), made by the issuer with the pass.
     google_save_url: str | None = None
     version: int = 1
+    # The template's design_version its current file was built from.
+    design_version: int = 1
     updated_at: datetime
+    # Redemption (docs/redemption.md): accepted scans so far, the template's limit (kept
+    # current by template updates; None: unlimited), the barcode message as rendered (what a
+    # scan looks up), and whether the last allowed scan marked the wallet copy used (rendered
+    # voided, Google COMPLETED; `voided` itself stays False: the issuer did not void it).
+    redemption_count: int = 0
+    last_redeemed_at: datetime | None = None
+    redemption_limit: int | None = None
+    barcode_message: str | None = None
+    used_up: bool = False
 
     def snapshot(self) -> PassSnapshot:
         return PassSnapshot(

@@ -18,6 +18,8 @@ from shared.models import Mode
 
 Plan = Literal["free", "paid"]
 KEY_PREFIXES: dict[Mode, str] = {"test": "svc_test_", "live": "svc_live_"}
+# Scanner keys (services/api/scanner_keys.py) may only scan: POST /v1/scans.
+SCANNER_KEY_PREFIXES: dict[Mode, str] = {"test": "svc_scan_test_", "live": "svc_scan_live_"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class Principal:
     mode: Mode
     plan: str
     key_id: str
+    # A scanner key's principal: deps.py lets it call POST /v1/scans and nothing else.
+    scanner: bool = False
 
 
 def hash_key(key: str) -> str:
@@ -33,9 +37,10 @@ def hash_key(key: str) -> str:
 
 
 def key_mode(key: str) -> Mode | None:
-    for mode, prefix in KEY_PREFIXES.items():
-        if key.startswith(prefix) and len(key) > len(prefix):
-            return mode
+    for prefixes in (KEY_PREFIXES, SCANNER_KEY_PREFIXES):
+        for mode, prefix in prefixes.items():
+            if key.startswith(prefix) and len(key) > len(prefix):
+                return mode
     return None
 
 
@@ -102,4 +107,10 @@ async def authenticate(repo: ApiRepository, presented: str | None) -> Principal:
         raise AuthenticationError("Invalid API key provided.", code="invalid_api_key")
     # Whether the plan allows live keys is the plan table's `live_keys` (limits.py), checked
     # with the rate limit on every authenticated request.
-    return Principal(account_id=account["_id"], mode=mode, plan=account["plan"], key_id=doc["_id"])
+    return Principal(
+        account_id=account["_id"],
+        mode=mode,
+        plan=account["plan"],
+        key_id=doc["_id"],
+        scanner=doc.get("kind") == "scanner",
+    )

@@ -22,6 +22,8 @@ from services.api.endpoints import (
     passes,
     passes_batch,
     passes_variant_a,
+    scanner_keys,
+    scans,
     templates,
     webhooks,
 )
@@ -115,6 +117,8 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         images,
         passes_variant_a,
         webhooks,
+        scans,
+        scanner_keys,
     )
     for module in routers:
         app.include_router(module.router)

@@ -26,6 +26,7 @@ from services.api.limits import (
 )
 from services.api.principals import PrincipalCache
 from services.api.repository import ApiRepository
+from services.api.scanner_keys import refuse_scanner_key
 from services.events.reads import DeviceLogReads, EventReads
 from services.issuer.reads import IssuerReads
 from services.webhooks.reads import WebhookReads
@@ -71,6 +72,7 @@ class ApiContext:
 
     async def admit_pass(self, principal: Principal) -> None:
         """Variant A, which authenticates in the endpoint: the rate limit, then the quota."""
+        refuse_scanner_key(principal, "POST", None)
         await self.enforce_rate_limit(principal)
         await self.reserve_pass(principal)
 
@@ -100,10 +102,15 @@ def _bearer(authorization: str | None) -> str | None:
 
 
 async def _principal(
-    ctx: ContextDep, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+    ctx: ContextDep,
+    request: Request,
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Principal:
     principal = await ctx.authenticate(_bearer(authorization))
     account_id_var.set(principal.account_id)
+    # The one place a scanner key is held to its routes (services/api/scanner_keys.py).
+    route = getattr(request.scope.get("route"), "path", None)
+    refuse_scanner_key(principal, request.method, route)
     await ctx.enforce_rate_limit(principal)
     return principal
 

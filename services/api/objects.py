@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from services.api.scan_objects import RedemptionObject
 from shared.clock import iso
 from shared.messages import WebhookCreated
 from shared.models import (
@@ -20,6 +21,7 @@ from shared.models import (
     RowError,
     TemplateRecord,
 )
+from shared.redemption import remaining
 from shared.views import DeviceLogView, WebhookView
 
 T = TypeVar("T")
@@ -55,6 +57,11 @@ class TemplateObject(BaseModel):
     design: dict[str, Any]
     archived: bool
     require_download_link: bool
+    # 1, +1 on every change of `design`; the job rolling the current one out to the passes.
+    design_version: int
+    rollout_job_id: str | None
+    # The effective policy: the defaults of the template's type filled in.
+    redemption: RedemptionObject
     created_at: str
     updated_at: str
 
@@ -68,6 +75,9 @@ class TemplateObject(BaseModel):
             design=record.design,
             archived=record.archived,
             require_download_link=record.require_download_link,
+            design_version=record.design_version,
+            rollout_job_id=record.rollout_job_id,
+            redemption=RedemptionObject.of(record.policy()),
             created_at=iso(record.created_at),
             updated_at=iso(record.updated_at),
         )
@@ -87,6 +97,12 @@ class PassObject(BaseModel):
     voided_at: str | None
     metadata: dict[str, Any]
     created_via_api: bool
+    # The template's design_version the pass's current file was built from.
+    design_version: int
+    # Accepted scans, the last one's time, and how many more are allowed (null: unlimited).
+    redemption_count: int
+    last_redeemed_at: str | None
+    redemptions_remaining: int | None
     url: str
     download_url: str
     created_at: str
@@ -107,6 +123,10 @@ class PassObject(BaseModel):
             voided_at=_iso_or_none(record.voided_at),
             metadata=record.metadata,
             created_via_api=record.created_via_api,
+            design_version=record.design_version,
+            redemption_count=record.redemption_count,
+            last_redeemed_at=_iso_or_none(record.last_redeemed_at),
+            redemptions_remaining=remaining(record.redemption_count, record.redemption_limit),
             url=url,
             download_url=download_url,
             created_at=iso(record.created_at),

@@ -60,6 +60,24 @@ class ApiRepository:
         )
         return revoked or await self._keys.find_one({"_id": key_id})
 
+    async def scanner_keys(self, account_id: str, mode: str) -> list[Document]:
+        """The account's scanner keys of `mode`, newest first (revoked ones included)."""
+        query = {"account_id": account_id, "mode": mode, "kind": "scanner"}
+        cursor = self._keys.find(query, {"hash": 0}).sort("_id", -1).limit(1000)
+        return [doc async for doc in cursor]
+
+    async def revoke_scanner_key(
+        self, account_id: str, mode: str, key_id: str, at: datetime
+    ) -> Document | None:
+        """Revoke one of the account's scanner keys (None: it has no such key)."""
+        scope = {"_id": key_id, "account_id": account_id, "mode": mode, "kind": "scanner"}
+        revoked = await self._keys.find_one_and_update(
+            {**scope, "revoked_at": None},
+            {"$set": {"revoked_at": at}},
+            return_document=ReturnDocument.AFTER,
+        )
+        return revoked or await self._keys.find_one(scope)
+
     async def claim_idempotency(self, doc: Document) -> Document | None:
         """Insert a new idempotency record; returns the existing one when the key is taken."""
         try:

@@ -24,6 +24,8 @@ from shared.pass_limits import (
     field_values_problem,
     metadata_problem,
 )
+from shared.redemption import RedemptionInput
+from shared.scans import MAX_CODE_CHARS, MAX_LOCATION_CHARS
 from shared.urls import url_characters_problem
 
 
@@ -55,6 +57,7 @@ class TemplateCreate(_Body):
     apple_style: AppleStyle
     design: Design
     require_download_link: StrictBool = False
+    redemption: RedemptionInput | None = None
 
 
 class TemplateUpdate(_Body):
@@ -62,6 +65,8 @@ class TemplateUpdate(_Body):
     design: Design | None = None
     archived: StrictBool | None = None
     require_download_link: StrictBool | None = None
+    # Replaces the policy whole, as `design` is replaced; null restores the type's defaults.
+    redemption: RedemptionInput | None = None
 
 
 def _within_pass_limits(
@@ -200,3 +205,27 @@ class ImportJobCreate(BaseModel):
         max_length=MAX_IMPORT_ROWS,
         description="1 to 100,000 rows: holder_name, holder_email, field_values, metadata.",
     )
+
+
+class ScanCreate(_Body):
+    """POST /v1/scans: a scanned code, or a pass id (docs/redemption.md)."""
+
+    code: str | None = Field(
+        None, min_length=1, max_length=MAX_CODE_CHARS, description="The barcode message read."
+    )
+    pass_id: str | None = Field(None, max_length=100)
+    location: str | None = Field(None, max_length=MAX_LOCATION_CHARS)
+    metadata: dict[str, Any] = Field(default_factory=dict, max_length=MAX_METADATA_KEYS)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "ScanCreate":
+        if (self.code is None) == (self.pass_id is None):
+            raise InvalidRequest(
+                "Send exactly one of code and pass_id.", param="code", code="parameter_invalid"
+            )
+        _within_pass_limits(None, self.metadata)
+        return self
+
+
+class ScannerKeyCreate(_Body):
+    name: str = Field(min_length=1, max_length=100)

@@ -15,9 +15,15 @@ from services.issuer.identity import load_identities
 from services.issuer.jobs.import_passes import JOB_TYPE as IMPORT_PASSES
 from services.issuer.jobs.import_passes import ImportPasses
 from services.issuer.jobs.registry import JobRegistry
+from services.issuer.jobs.rerender import PassRerenderer
+from services.issuer.jobs.rollout import JOB_TYPE as TEMPLATE_ROLLOUT
+from services.issuer.jobs.rollout import TemplateRollout
 from services.issuer.jobs.store import JobStore
+from services.issuer.jobs.update_passes import JOB_TYPE as UPDATE_PASSES
+from services.issuer.jobs.update_passes import UpdatePasses
 from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
+from services.issuer.scan_store import ScanStore
 from services.issuer.service import IssuerService
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
@@ -59,6 +65,9 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     # Job types and their handlers: what a job's chunks are done with (jobs/registry.py).
     registry = JobRegistry()
     registry.register(IMPORT_PASSES, ImportPasses(PassMaker(repo, artifacts, clock)))
+    rerenderer = PassRerenderer(repo, artifacts, clock)
+    registry.register(TEMPLATE_ROLLOUT, TemplateRollout(rerenderer))
+    registry.register(UPDATE_PASSES, UpdatePasses(rerenderer))
     worker = JobWorker(
         repo,
         job_store,
@@ -87,6 +96,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
         await job_store.ensure_indexes()
+        await ScanStore(conn.db).ensure_indexes()
         async with running(conn, relay, worker):
             try:
                 yield

@@ -10,7 +10,8 @@ import logging
 from services.issuer.assets import pass_assets
 from services.issuer.content import metadata_dates
 from services.issuer.google.client import GoogleWalletError
-from services.issuer.google.passes import GoogleWallet, sync_template
+from services.issuer.google.passes import GoogleWallet, sync_pass, sync_template
+from services.issuer.google.passes import resources as google_resources
 from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, SignedPass, sign_pass
@@ -53,6 +54,58 @@ class WalletArtifacts:
                 code="google_wallet_unavailable",
             ) from exc
 
+    async def refresh_google(
+        self, template: TemplateRecord, design: Design, record: PassRecord, *, patch_object: bool
+    ) -> str | None:
+        """A pass changed in bulk (rollout, update_passes): its Google save link. With Google
+        credentials the link names ids only and stays as it is; the object is patched when its
+        fields changed (the class was synced once, by the design change). Without them the
+        link carries class and object, so a new one is made (no call to Google)."""
+        if self._google.client is None:
+            return await self.google_link(template, design, record)
+        if patch_object:
+            try:
+                await sync_pass(
+                    self._google, template, record, logo_url=self.logo_url(template, design)
+                )
+            except GoogleWalletError as exc:
+                log.error("Google Wallet call failed: %s", exc)
+                raise InternalError(
+                    "Google Wallet did not accept the pass change; it is tried again.",
+                    code="google_wallet_unavailable",
+                ) from exc
+        return record.google_save_url
+
+    def google_objects_change(self, before: TemplateRecord, after: TemplateRecord) -> bool:
+        """Whether a design change reaches the Google objects, not only the class: compares
+        the object of a sample pass with every field filled under each design. Always False
+        without Google credentials (nothing is patched then)."""
+        if self._google.client is None:
+            return False
+        keys = sorted(
+            Design.from_stored(before.design).field_keys()
+            | Design.from_stored(after.design).field_keys()
+        )
+        sample = PassRecord.model_validate(
+            {
+                "_id": "pass_sample",
+                "account_id": after.account_id,
+                "mode": after.mode,
+                "short_id": "sample",
+                "template_id": after.id,
+                "serial_number": "sample",
+                "holder_name": "Sample",
+                "field_values": {key: f"value {n}" for n, key in enumerate(keys)},
+                "authentication_token": "sample",
+                "created_at": after.updated_at,
+                "updated_at": after.updated_at,
+            }
+        )
+        objects = [
+            google_resources(self._google, template, sample)[1] for template in (before, after)
+        ]
+        return objects[0] != objects[1]
+
     async def sync_template(self, template: TemplateRecord, design: Design) -> None:
         try:
             await sync_template(self._google, template, logo_url=self.logo_url(template, design))
@@ -91,7 +144,8 @@ class WalletArtifacts:
             holder_name=record.holder_name,
             authentication_token=record.authentication_token,
             web_service_url=self._wallet_url,
-            voided=record.voided,
+            # A pass whose last redemption marked it used shows as voided (docs/redemption.md).
+            voided=record.voided or record.used_up,
             # Valid per-pass dates in metadata override the design's (checked when written).
             expiration_date=dates.expiration_date,
             relevant_date=dates.relevant_date,

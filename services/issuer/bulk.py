@@ -18,6 +18,7 @@ from datetime import datetime
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.assets import PassAssets, pass_assets
 from services.issuer.pkpass import sign_pass
+from services.issuer.redemption import barcode_message
 from services.issuer.repository import IssuerRepository, PassFile, UnitOfWork, last_modified_after
 from services.issuer.validation import check_field_values, check_metadata_dates, check_pass_limits
 from shared.clock import Clock
@@ -80,7 +81,7 @@ def new_pass(
     check_field_values(design, row.field_values)
     check_pass_limits(row.field_values, row.metadata)
     check_metadata_dates(row.metadata)
-    return PassRecord.model_validate(
+    record = PassRecord.model_validate(
         {
             "_id": new_id("pass"),
             "account_id": account_id,
@@ -97,10 +98,15 @@ def new_pass(
             "metadata": row.metadata,
             "created_via_api": created_via_api,
             "authentication_token": secrets.token_urlsafe(24),
+            "design_version": template.design_version,
+            "redemption_limit": template.policy().max_redemptions,
             "created_at": now,
             "updated_at": now,
         }
     )
+    # What a scanned code is looked up by (services/issuer/scans.py).
+    record.barcode_message = barcode_message(design, record)
+    return record
 
 
 @dataclass(frozen=True)

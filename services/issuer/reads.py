@@ -15,6 +15,7 @@ from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
 from shared.mongo import Database
 from shared.pagination import Page, PageRequest, fetch_page
+from shared.scans import ScanRecord
 from shared.views import PassFileMeta, PassFileView
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class IssuerReads:
         self._pass_files = db["pass_files"]
         self._template_assets = db["template_assets"]
         self._download_links = db["download_links"]
+        self._scans = db["scans"]
         # Jobs and their results (services/issuer/jobs/reads.py).
         self.jobs = JobReads(db)
         # Asset sets never change under their id (a digest of the files): cached freely.
@@ -72,6 +74,24 @@ class IssuerReads:
         if holder_email is not None:
             query["holder_email"] = holder_email
         return await fetch_page(self._passes, query, page, PassRecord.model_validate)
+
+    async def scans_page(
+        self,
+        account_id: str,
+        mode: str,
+        page: PageRequest,
+        *,
+        pass_id: str | None = None,
+        result: str | None = None,
+    ) -> Page[ScanRecord]:
+        """Scans newest first (docs/redemption.md); by the (account, mode[, pass_id], _id)
+        indexes of services/issuer/scan_store.py."""
+        query: dict[str, Any] = {"account_id": account_id, "mode": mode}
+        if pass_id is not None:
+            query["pass_id"] = pass_id
+        if result is not None:
+            query["result"] = result
+        return await fetch_page(self._scans, query, page, ScanRecord.model_validate)
 
     async def pass_by_short_id(self, short_id: str) -> PassRecord | None:
         doc = await self._passes.find_one({"short_id": short_id})

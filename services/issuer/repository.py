@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, ReplaceOne, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -27,6 +27,19 @@ PROCESSED_COMMAND_TTL = timedelta(hours=48)
 EXPIRED_LINK_KEPT = timedelta(days=30)
 
 log = logging.getLogger(__name__)
+
+
+# Written only by scans (services/issuer/scan_store.py) and template policy changes: a pass
+# update, read before a concurrent scan counted, must not write its stale count back.
+REDEMPTION_COUNTERS = ("redemption_count", "last_redeemed_at", "redemption_limit")
+
+
+def pass_changes(record: PassRecord) -> dict[str, Any]:
+    """The `$set` that replaces a pass's fields, except its redemption counters."""
+    document = record.to_document()
+    for name in ("_id", *REDEMPTION_COUNTERS):
+        document.pop(name, None)
+    return {"$set": document}
 
 
 def is_duplicate(exc: Exception) -> bool:
@@ -158,6 +171,29 @@ class IssuerRepository:
         doc = await self.pass_files.find_one({"_id": pass_id}, {"last_modified": 1})
         return None if doc is None else doc.get("last_modified")
 
+    # --- passes in bulk: template rollouts and update_passes jobs (services/issuer/jobs/) ---
+
+    async def live_pass_ids(self, account_id: str, mode: str, template_id: str) -> list[str]:
+        """The ids of the template's passes that are not voided, oldest first."""
+        cursor = self.passes.find(
+            {"account_id": account_id, "mode": mode, "template_id": template_id, "voided": False},
+            {"_id": 1},
+        )
+        return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]
+
+    async def passes_by_id(
+        self, account_id: str, mode: str, pass_ids: Sequence[str]
+    ) -> dict[str, PassRecord]:
+        cursor = self.passes.find(
+            {"_id": {"$in": list(pass_ids)}, "account_id": account_id, "mode": mode}
+        )
+        return {str(doc["_id"]): PassRecord.model_validate(doc) async for doc in cursor}
+
+    async def pass_file_stamps(self, pass_ids: Sequence[str]) -> dict[str, datetime | None]:
+        """`pass_file_stamp` of many passes in one query."""
+        cursor = self.pass_files.find({"_id": {"$in": list(pass_ids)}}, {"last_modified": 1})
+        return {str(doc["_id"]): doc.get("last_modified") async for doc in cursor}
+
 
 class UnitOfWork:
     """The writes of one command, inside one transaction."""
@@ -184,9 +220,9 @@ class UnitOfWork:
 
     async def replace_pass(self, record: PassRecord, expected_version: int) -> None:
         """Replace a pass only if nobody changed it since it was read (optimistic locking)."""
-        result = await self._repo.passes.replace_one(
+        result = await self._repo.passes.update_one(
             {"_id": record.id, "version": expected_version},
-            record.to_document(),
+            pass_changes(record),
             session=self._session,
         )
         if result.matched_count != 1:
@@ -215,6 +251,50 @@ class UnitOfWork:
             ],
             session=self._session,
         )
+
+    async def replace_passes(self, records: Sequence[tuple[PassRecord, int]]) -> None:
+        """Replace many passes, each only at the version it was read at (record, expected
+        version): one that changed meanwhile raises ConcurrentUpdate (the caller prepares
+        again from fresh reads)."""
+        if not records:
+            return
+        result = await self._repo.passes.bulk_write(
+            [
+                UpdateOne({"_id": record.id, "version": expected}, pass_changes(record))
+                for record, expected in records
+            ],
+            ordered=False,
+            session=self._session,
+        )
+        if result.matched_count != len(records):
+            raise ConcurrentUpdate(f"{len(records) - result.matched_count} passes")
+
+    async def store_pass_files(self, files: Sequence[tuple[str, PassFile, datetime]]) -> None:
+        """`store_pass_file` of many passes (pass id, file, at) in one round trip."""
+        if not files:
+            return
+        await self._repo.pass_files.bulk_write(
+            [
+                ReplaceOne(
+                    {"_id": pass_id},
+                    {"_id": pass_id, **file.to_document(), "created_at": at},
+                    upsert=True,
+                )
+                for pass_id, file, at in files
+            ],
+            ordered=False,
+            session=self._session,
+        )
+
+    async def replace_template_at(self, record: TemplateRecord, design_version: int) -> None:
+        """Replace a template only while it is at `design_version` (a design change counts
+        its versions: two concurrent ones must not both make the same next version)."""
+        at: Any = {"$in": [1, None]} if design_version == 1 else design_version
+        result = await self._repo.templates.replace_one(
+            {"_id": record.id, "design_version": at}, record.to_document(), session=self._session
+        )
+        if result.matched_count != 1:
+            raise ConcurrentUpdate(record.id)
 
     async def add_outbox(self, message: OutboxMessage, at: datetime) -> None:
         await self._repo.outbox.add(message, at, session=self._session)

@@ -22,7 +22,10 @@ from pymongo.errors import OperationFailure
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass, row_error
 from services.issuer.jobs.commands import JobCommands
+from services.issuer.jobs.rollout import plan_rollout
 from services.issuer.jobs.store import JobStore
+from services.issuer.jobs.update_passes import plan_update
+from services.issuer.redemption import barcode_message
 from services.issuer.repository import (
     ConcurrentUpdate,
     IssuerRepository,
@@ -31,6 +34,8 @@ from services.issuer.repository import (
     is_duplicate,
     last_modified_after,
 )
+from services.issuer.scan_store import ScanStore
+from services.issuer.scans import Redemptions
 from services.issuer.validation import (
     check_field_values,
     check_metadata_dates,
@@ -56,11 +61,13 @@ from shared.messages import (
     CreatePass,
     CreatePasses,
     CreateTemplate,
+    CreateUpdatePassesJob,
     IssuerCommand,
     LiveUpdate,
     PassesCreated,
     PassEventMessage,
     PassEventType,
+    RedeemPass,
     StartJob,
     UpdatePass,
     UpdateTemplate,
@@ -71,6 +78,7 @@ from shared.metrics import PASSES_ISSUED
 from shared.models import DownloadLinkRecord, PassRecord, RowError, TemplateRecord
 from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.pass_events import pass_event
+from shared.redemption import resolve_policy
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +112,11 @@ class IssuerService:
     ):
         self._repo = repo
         self._maker = PassMaker(repo, artifacts, clock)
-        self._jobs = JobCommands(job_store or JobStore(repo.db), self._maker, clock)
+        self._job_store = job_store or JobStore(repo.db)
+        self._jobs = JobCommands(self._job_store, self._maker, clock)
         self._on_job_started = on_job_started
+        self._scan_store = ScanStore(repo.db)
+        self._redemptions = Redemptions(repo, self._scan_store, artifacts, clock)
         self._message_limit = message_limit
         self._conflict_budget = conflict_budget_seconds
         self._artifacts = artifacts
@@ -216,6 +227,13 @@ class IssuerService:
                 return started
             case CancelJob():
                 return Outcome(*await self._jobs.cancel(command))
+            case RedeemPass():
+                return Outcome(*await self._redemptions.redeem(command))
+            case CreateUpdatePassesJob():
+                job, apply = await plan_update(
+                    self._repo, self._job_store, command, self._clock.now()
+                )
+                return Outcome(job, apply, after_commit=self._job_started)
 
     async def _job_started(self) -> None:
         self._on_job_started()
@@ -234,6 +252,7 @@ class IssuerService:
                 "apple_style": cmd.apple_style,
                 "design": design.model_dump(mode="json"),
                 "require_download_link": cmd.require_download_link,
+                "redemption": resolve_policy(cmd.template_type, cmd.redemption),
                 "created_at": now,
                 "updated_at": now,
             }
@@ -260,14 +279,37 @@ class IssuerService:
         if cmd.design is not None:
             design = await asyncio.to_thread(validate_design, cmd.design, record.apple_style)
             changes["design"] = design.model_dump(mode="json")
-        updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
+        if cmd.redemption is not None:
+            changes["redemption"] = resolve_policy(record.type, cmd.redemption)
+        now = self._clock.now()
+        rollout: Apply | None = None
+        if changes.get("design", record.design) != record.design:
+            # A new design_version, rolled out to the passes already issued (jobs/rollout.py).
+            changes["design_version"] = record.design_version + 1
+        updated = record.model_copy(update={**changes, "updated_at": now})
+        if updated.design_version != record.design_version:
+            job, rollout = await plan_rollout(
+                self._repo,
+                self._job_store,
+                record,
+                updated,
+                now,
+                google_objects=self._artifacts.google_objects_change(record, updated),
+            )
+            updated.rollout_job_id = job.id
         design = Design.from_stored(updated.design)
         await self._artifacts.sync_template(updated, design)
 
         async def apply(uow: UnitOfWork) -> None:
-            await uow.replace_template(updated)
+            await uow.replace_template_at(updated, record.design_version)
+            limit = updated.policy().max_redemptions
+            if limit != record.policy().max_redemptions:
+                await self._scan_store.set_limits(updated.id, limit, uow.session)
+            if rollout is not None:
+                await rollout(uow)
 
-        return Outcome(result=updated, apply=apply)
+        started = self._job_started if rollout is not None else None
+        return Outcome(result=updated, apply=apply, after_commit=started)
 
     async def _create_pass(self, cmd: CreatePass) -> Outcome:
         found = await self._repo.template(cmd.account_id, cmd.mode, cmd.template_id)
@@ -357,6 +399,7 @@ class IssuerService:
                 "field_values": field_values,
                 "metadata": metadata,
                 "version": record.version + 1,
+                "design_version": template.design_version,
                 "updated_at": self._clock.now(),
             }
         )
@@ -382,6 +425,7 @@ class IssuerService:
                 "voided": True,
                 "voided_at": now,
                 "version": record.version + 1,
+                "design_version": template.design_version,
                 "updated_at": now,
             }
         )
@@ -443,6 +487,8 @@ class IssuerService:
             last_modified=await self._last_modified(record, insert=insert),
         )
         event = pass_event(record, event_type, event_metadata, record.updated_at)
+        record.barcode_message = barcode_message(design, record)
+        record.redemption_limit = template.policy().max_redemptions
 
         async def apply(uow: UnitOfWork) -> None:
             if insert:

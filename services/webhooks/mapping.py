@@ -9,9 +9,10 @@
 | updated, metadata.stage "delivered" (a device pulled the new pass) | pass.update_delivered |
 | removed | pass.removed |
 | voided | pass.voided |
+| redeemed (an accepted scan) | pass.redeemed |
 | url_viewed | none: no webhook type describes a page view |
 
-`pass.redeemed` is reserved for scanning, which no pass event reports yet. The events service
+`redeemed` is the issuer's event of an accepted scan (docs/redemption.md). The events service
 records a device fetching an updated pass as `updated` with `metadata.stage` "delivered"
 (services/events/registrations.py); the issuer's update carries stage "pushed".
 """
@@ -29,6 +30,7 @@ _DIRECT = {
     "updated": "pass.update_pushed",
     "removed": "pass.removed",
     "voided": "pass.voided",
+    "redeemed": "pass.redeemed",
 }
 # A download is an add intent only when it is a step toward a wallet: the .pkpass file (Apple)
 # or the tap on the Google save link.

@@ -62,4 +62,9 @@ def test_readme_walkthrough_runs_verbatim(stack: Stack, tmp_path: Path) -> None:
     lines = stdout.strip().splitlines()
     assert lines[-3:-1] == ["200", "410"]  # the link before and after it expired
     assert json.loads(lines[-1])["voided"] is True
+    scans = [json.loads(line) for line in lines if line.startswith('{"id":"scan_')]
+    assert [(s["result"], s["reason"]) for s in scans] == [
+        ("accepted", None),
+        ("rejected", "already_redeemed"),
+    ]
     assert '"error"' not in stdout

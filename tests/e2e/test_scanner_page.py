@@ -63,13 +63,11 @@ pytestmark = [
 
 
 # ---------------------------------------------------------------------------------------------
-# THE SCAN API STAND-IN. POST /v1/scans and scanner keys are not built yet (issue 13, sections
-# 2 and 3), so `ScanApi.install` answers the page's posts inside the browser (page.route) as
-# the contract says the real API will: the first scan of a known code is accepted, every later
-# one rejected `already_redeemed`; any other code is `unknown_code`. To test against the real
-# API, set FAKE_SCAN_API = False: `_scanner_key` then creates a real scanner key, `_revoke`
+# The page talks to the real scan API: `_scanner_key` creates a real scanner key, `_revoke`
 # revokes it, and nothing is intercepted (the posts are still recorded, from the browser's side).
-FAKE_SCAN_API = True
+# FAKE_SCAN_API = True brings back the stand-in the page was first built against: `ScanApi`
+# answers the posts inside the browser (page.route) as the scan API does.
+FAKE_SCAN_API = False
 # ---------------------------------------------------------------------------------------------
 
 

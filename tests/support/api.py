@@ -25,9 +25,13 @@ PASS_KEYS = {
     "voided_at",
     "metadata",
     "created_via_api",
+    "design_version",
     "url",
     "download_url",
     "created_at",
+    "redemption_count",
+    "last_redeemed_at",
+    "redemptions_remaining",
 }
 TEMPLATE_KEYS = {
     "id",
@@ -38,8 +42,11 @@ TEMPLATE_KEYS = {
     "design",
     "archived",
     "require_download_link",
+    "design_version",
+    "rollout_job_id",
     "created_at",
     "updated_at",
+    "redemption",
 }
 EVENT_KEYS = {"id", "object", "pass_id", "type", "metadata", "created_at"}
 

@@ -20,6 +20,7 @@ from shared.messages import WebhookEventType
         ("updated", {"stage": "delivered", "wallet": "apple"}, "pass.update_delivered"),
         ("removed", {}, "pass.removed"),
         ("voided", {}, "pass.voided"),
+        ("redeemed", {"scan_id": "scan_x"}, "pass.redeemed"),
     ],
 )
 def test_each_pass_event_fires_its_webhook_type(
@@ -34,7 +35,6 @@ def test_each_pass_event_fires_its_webhook_type(
         ("url_viewed", {}),
         ("downloaded", {}),  # a download that is no step toward a wallet
         ("downloaded", {"wallet": "other"}),
-        ("redeemed", {}),  # pass.redeemed is reserved for scanning
         ("unknown", {}),
     ],
 )

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from services.api.accounts import Principal
 from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import (
+    command_base,
     idempotent_response,
     paging,
     require_id,
@@ -21,13 +22,14 @@ from services.api.endpoints.common import (
 )
 from services.api.idempotency import Scope
 from services.api.job_csv import parse_rows
+from services.api.job_schemas import JobCreate
 from services.api.job_uploads import import_rows, issuable_template, upload_import
 from services.api.middleware import BodyRule
 from services.api.objects import JobObject, ListObject, pass_urls, responses
-from services.api.schemas import MAX_IMPORT_ROWS, ImportJobCreate
+from services.api.schemas import MAX_IMPORT_ROWS
 from shared.design import Design
 from shared.errors import not_found
-from shared.messages import CancelJob
+from shared.messages import CancelJob, CreateUpdatePassesJob
 from shared.models import JobRowOutcome
 from shared.pagination import PageRequest
 
@@ -85,19 +87,34 @@ async def _create_import(
 @router.post(
     "",
     status_code=202,
-    summary="Create a job: import passes from rows",
+    summary="Create a job: import passes from rows, or update every pass of a template",
     responses=_accepted((400, 401, 402, 403, 404, 409, 413, 500)),
 )
 async def create_job(
     ctx: ContextDep,
     principal: PrincipalDep,
     request: Request,
-    body: ImportJobCreate,
+    body: JobCreate,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    data = body.model_dump(mode="json")
+    data = body.model_dump(mode="json", exclude_unset=True)
+    if body.type == "update_passes":
+
+        async def produce(command_id: str) -> JobObject:
+            command = CreateUpdatePassesJob(
+                **command_base(principal, command_id),
+                template_id=body.template_id,
+                field_values=body.field_values,
+                metadata=body.metadata,
+            )
+            return JobObject.of(await ctx.command(command))
+
+        scope = Scope.of(principal)
+        return await idempotent_response(
+            ctx, scope, request, idempotency_key, data, produce, status=202
+        )
     return await _create_import(
-        ctx, principal, request, idempotency_key, data, body.template_id, body.rows
+        ctx, principal, request, idempotency_key, data, body.template_id, body.rows or []
     )
 
 

@@ -1,6 +1,6 @@
 """/v1/templates: create, list, retrieve, update, archive."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
@@ -12,8 +12,14 @@ from services.api.schemas import TemplateCreate, TemplateUpdate
 from shared.errors import not_found
 from shared.messages import CreateTemplate, UpdateTemplate
 from shared.pagination import PageRequest
+from shared.redemption import RedemptionInput
 
 router = APIRouter(prefix="/v1/templates", tags=["templates"])
+
+
+def redemption_sent(policy: RedemptionInput | None) -> dict[str, Any]:
+    """The policy's keys as sent ({}: the type's defaults, also for null)."""
+    return {} if policy is None else policy.model_dump(mode="json", exclude_unset=True)
 
 
 @router.post(
@@ -40,6 +46,8 @@ async def create_template(
             apple_style=body.apple_style,
             design=data["design"],
             require_download_link=body.require_download_link,
+            # The keys sent, not the defaults: the issuer fills those in by the type.
+            redemption=redemption_sent(body.redemption),
         ),
         TemplateObject.of,
     )
@@ -88,6 +96,8 @@ async def update_template(
 ) -> JSONResponse:
     require_id(template_id, "template", "template")
     data = body.model_dump(mode="json", exclude_unset=True)
+    if "redemption" in data:
+        data["redemption"] = redemption_sent(body.redemption)
     return await send_command(
         ctx,
         principal,

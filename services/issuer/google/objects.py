@@ -125,13 +125,15 @@ def build_object(
     voided: bool,
     logo_url: str | None = None,
     language: str = DEFAULT_LANGUAGE,
+    completed: bool = False,
 ) -> dict[str, Any]:
     """The object resource of a pass; `logo_url` is used by the generic vertical only."""
     vertical = vertical_for(template_type)
     resource: dict[str, Any] = {
         "id": object_id(identity.issuer_id, pass_id),
         "classId": class_id(identity.issuer_id, template_id),
-        "state": "INACTIVE" if voided else "ACTIVE",
+        # COMPLETED: the last allowed redemption was used (docs/redemption.md).
+        "state": "INACTIVE" if voided else "COMPLETED" if completed else "ACTIVE",
     }
     # Google shows one barcode: the design's first (Apple's `barcodes` list is in priority order).
     first = next(iter(design.barcode_list()), None)

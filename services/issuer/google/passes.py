@@ -115,6 +115,7 @@ def resources(
         holder_name=pass_record.holder_name,
         holder_email=pass_record.holder_email,
         voided=pass_record.voided,
+        completed=pass_record.used_up,
         logo_url=logo_url,
     )
     return _class(wallet, template, design, logo_url), resource

@@ -152,6 +152,34 @@ class JobStore:
         )
         return True
 
+    async def insert_job(self, session: AsyncClientSession, record: JobRecord) -> None:
+        """A job created whole by one command (a rollout, an update_passes job)."""
+        await self.jobs.insert_one(record.to_document(), session=session)
+
+    async def supersede(
+        self, session: AsyncClientSession, job_id: str, by: str, now: datetime
+    ) -> None:
+        """An open job replaced by job `by` (a newer rollout of the same template): canceled,
+        its chunks not done yet too, as `cancel` does; nothing if it is finished already."""
+        result = await self.jobs.update_one(
+            {"_id": job_id, "status": {"$in": ["queued", "running"]}},
+            {
+                "$set": {
+                    "status": "canceled",
+                    "params.superseded_by": by,
+                    "finished_at": now,
+                    "updated_at": now,
+                }
+            },
+            session=session,
+        )
+        if result.matched_count == 1:
+            await self.chunks.update_many(
+                {**_job_range(job_id), "state": {"$in": ["waiting", "pending"]}},
+                {"$set": {"state": "canceled"}},
+                session=session,
+            )
+
     async def retry_soon(self, chunk_id: str, token: str, at: datetime) -> None:
         """Give a claimed chunk back, to be claimed again from `at`, without counting this
         claim as an attempt (its commit was held up, not failed)."""

@@ -27,7 +27,7 @@ from pymongo.errors import OperationFailure
 
 from services.issuer.jobs.registry import ChunkResult, JobRegistry
 from services.issuer.jobs.store import Chunk, JobStore
-from services.issuer.repository import IssuerRepository, is_duplicate
+from services.issuer.repository import ConcurrentUpdate, IssuerRepository, is_duplicate
 from shared.clock import Clock
 from shared.models import FINISHED_JOB_STATUSES, JobRecord, JobRowOutcome, RowError
 from shared.poller import Batch, Lease, Poller
@@ -35,6 +35,8 @@ from shared.poller import Batch, Lease, Poller
 log = logging.getLogger(__name__)
 
 MAX_CHUNK_ATTEMPTS = 5
+# Preparations of a chunk whose passes other commands keep changing (jobs over existing passes).
+MAX_PREPARES = 5
 WRITE_CONFLICT = 112
 STOP_GRACE_SECONDS = 10.0
 EXPIRY_CHECK_SECONDS = 60.0
@@ -134,9 +136,15 @@ class JobWorker:
                 "no handler" if handler is None else f"{chunk.attempts - 1} failed attempts",
             )
             result = _given_up(chunk)
-        else:
-            result = await handler.run(job, chunk)
-        return await self._commit(job, chunk, token, result)
+            return await self._commit(job, chunk, token, result)
+        for _ in range(MAX_PREPARES - 1):
+            try:
+                return await self._commit(job, chunk, token, await handler.run(job, chunk))
+            except ConcurrentUpdate:
+                # A pass the chunk changes was changed meanwhile (a PATCH): prepare again
+                # from fresh reads rather than undo that change.
+                log.info("job %s: chunk %s met a concurrent update; again", job.id, chunk.id)
+        return await self._commit(job, chunk, token, await handler.run(job, chunk))
 
     async def _commit(self, job: JobRecord, chunk: Chunk, token: str, result: ChunkResult) -> bool:
         deadline = time.monotonic() + self._lease.total_seconds() * COMMIT_BUDGET_SHARE

@@ -1,0 +1,54 @@
+"""/v1/scanner_keys: keys that may only scan, made and revoked with the account's secret key
+(services/api/scanner_keys.py)."""
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from services.api.deps import ContextDep, PrincipalDep
+from services.api.objects import ListObject, responses
+from services.api.scan_objects import ScannerKeyCreated, ScannerKeyObject
+from services.api.scanner_keys import (
+    create_scanner_key,
+    key_object,
+    require_secret_key,
+    revoke_scanner_key,
+)
+from services.api.schemas import ScannerKeyCreate
+
+router = APIRouter(prefix="/v1/scanner_keys", tags=["scanner keys"])
+
+
+@router.post(
+    "",
+    summary="Create a scanner key (the key is shown in this answer only)",
+    responses=responses(ScannerKeyCreated, 400, 401, 403),
+)
+async def create_key(
+    ctx: ContextDep, principal: PrincipalDep, body: ScannerKeyCreate
+) -> JSONResponse:
+    require_secret_key(principal)
+    created = await create_scanner_key(ctx.repo, ctx.clock, principal, body.name)
+    return JSONResponse(created.model_dump(mode="json"))
+
+
+@router.get(
+    "",
+    summary="List scanner keys, newest first (revoked ones included, never the keys)",
+    responses=responses(ListObject[ScannerKeyObject], 401, 403),
+)
+async def list_keys(ctx: ContextDep, principal: PrincipalDep) -> JSONResponse:
+    require_secret_key(principal)
+    docs = await ctx.repo.scanner_keys(principal.account_id, principal.mode)
+    data = [key_object(doc) for doc in docs]
+    return JSONResponse(ListObject(data=data, has_more=False).model_dump(mode="json"))
+
+
+@router.delete(
+    "/{key_id}",
+    summary="Revoke a scanner key: refused at once on every api replica",
+    responses=responses(ScannerKeyObject, 401, 403, 404, 500),
+)
+async def revoke_key(ctx: ContextDep, principal: PrincipalDep, key_id: str) -> JSONResponse:
+    require_secret_key(principal)
+    revoked = await revoke_scanner_key(ctx.repo, ctx.principals, ctx.clock, principal, key_id)
+    return JSONResponse(revoked.model_dump(mode="json"))

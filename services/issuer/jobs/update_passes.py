@@ -1,0 +1,96 @@
+"""The `update_passes` job type: field values and metadata set on every non-voided pass of a
+template (the gate moved for all tickets), each pass as a PATCH of it would change it: the same
+merge (null metadata values remove keys), the same limits on the merged pass (row errors per
+pass), the same push and `updated` event, with `metadata.job_id`.
+
+`POST /v1/jobs` sends `CreateUpdatePassesJob`; its command creates the job and its chunks of
+pass ids in one transaction (`plan_update`), after the checks that hold for every pass alike
+(the template exists, the fields are the template's, the metadata dates parse).
+"""
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from services.issuer.jobs.registry import ChunkResult
+from services.issuer.jobs.rerender import Changed, PassRerenderer
+from services.issuer.jobs.rollout import CHUNK_PASSES
+from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.repository import IssuerRepository, UnitOfWork
+from services.issuer.validation import check_field_values, check_metadata_dates, check_pass_limits
+from shared.design import Design
+from shared.errors import not_found
+from shared.ids import new_id
+from shared.messages import CreateUpdatePassesJob
+from shared.models import JobRecord, PassRecord, TemplateRecord
+
+JOB_TYPE = "update_passes"
+
+
+class UpdatePasses:
+    def __init__(self, rerenderer: PassRerenderer):
+        self._rerenderer = rerenderer
+
+    async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
+        return await self._rerenderer.run(job, chunk, _with_values)
+
+
+def _with_values(
+    job: JobRecord, template: TemplateRecord, design: Design, record: PassRecord
+) -> Changed:
+    new_values: dict[str, str] = job.params.get("field_values") or {}
+    new_metadata: dict[str, Any] = job.params.get("metadata") or {}
+    # The design may have changed since the job was created: the values are checked again.
+    check_field_values(design, new_values)
+    field_values = {**record.field_values, **new_values}
+    metadata = dict(record.metadata)
+    for key, value in new_metadata.items():
+        if value is None:
+            metadata.pop(key, None)
+        else:
+            metadata[key] = value
+    check_pass_limits(field_values, metadata)
+    check_metadata_dates(metadata)
+    return Changed(
+        updates={"field_values": field_values, "metadata": metadata},
+        event_metadata={"field_values": sorted(new_values), "metadata": sorted(new_metadata)},
+        google_object=bool(new_values),
+    )
+
+
+async def plan_update(
+    repo: IssuerRepository, store: JobStore, cmd: CreateUpdatePassesJob, now: datetime
+) -> tuple[JobRecord, Callable[[UnitOfWork], Awaitable[None]]]:
+    template = await repo.template(cmd.account_id, cmd.mode, cmd.template_id)
+    if template is None:
+        raise not_found("template", cmd.template_id, "template_id")
+    check_field_values(Design.from_stored(template.design), cmd.field_values or {})
+    check_metadata_dates({k: v for k, v in (cmd.metadata or {}).items() if v is not None})
+    pass_ids = await repo.live_pass_ids(cmd.account_id, cmd.mode, template.id)
+    empty = not pass_ids
+    job = JobRecord.model_validate(
+        {
+            "_id": new_id("job"),
+            "account_id": cmd.account_id,
+            "mode": cmd.mode,
+            "type": JOB_TYPE,
+            "status": "succeeded" if empty else "queued",
+            "template_id": template.id,
+            "total": len(pass_ids),
+            "params": {"field_values": cmd.field_values or {}, "metadata": cmd.metadata or {}},
+            "created_at": now,
+            "updated_at": now,
+            "started_at": now if empty else None,
+            "finished_at": now if empty else None,
+        }
+    )
+    chunks = [
+        (seq, pass_ids[start : start + CHUNK_PASSES])
+        for seq, start in enumerate(range(0, len(pass_ids), CHUNK_PASSES))
+    ]
+
+    async def apply(uow: UnitOfWork) -> None:
+        await store.insert_job(uow.session, job)
+        await store.insert_chunks(uow.session, job, chunks, "pending", now)
+
+    return job, apply

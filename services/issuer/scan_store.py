@@ -1,0 +1,87 @@
+"""The issuer's MongoDB calls for scans: the `scans` collection, looking a pass up by its
+barcode message, and the conditional count of an accepted scan (docs/redemption.md)."""
+
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.client_session import AsyncClientSession
+
+from services.issuer.repository import ConcurrentUpdate
+from shared.models import Mode, PassRecord
+from shared.mongo import Database
+from shared.scans import ScanRecord
+
+
+def other_mode(mode: Mode) -> Mode:
+    return "live" if mode == "test" else "test"
+
+
+class ScanStore:
+    def __init__(self, db: Database):
+        self._scans = db["scans"]
+        self._passes = db["passes"]
+
+    async def ensure_indexes(self) -> None:
+        scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
+        await self._scans.create_index([*scope, ("_id", DESCENDING)])
+        await self._scans.create_index([*scope, ("pass_id", ASCENDING), ("_id", DESCENDING)])
+        await self._passes.create_index([*scope, ("barcode_message", ASCENDING)])
+
+    async def passes_by_code(self, account_id: str, mode: Mode, code: str) -> list[PassRecord]:
+        """At most two passes of the account and mode whose barcode shows `code` (two: it is
+        ambiguous)."""
+        query = {"account_id": account_id, "mode": mode, "barcode_message": code}
+        cursor = self._passes.find(query).limit(2)
+        return [PassRecord.model_validate(doc) async for doc in cursor]
+
+    async def in_other_mode(
+        self, account_id: str, mode: Mode, *, code: str | None, pass_id: str | None
+    ) -> bool:
+        """Whether the code (or id) names a pass of the same account in the other mode."""
+        query: dict[str, Any] = {"account_id": account_id, "mode": other_mode(mode)}
+        if pass_id is not None:
+            query["_id"] = pass_id
+        else:
+            query["barcode_message"] = code
+        return await self._passes.find_one(query, {"_id": 1}) is not None
+
+    async def insert(self, record: ScanRecord, session: AsyncClientSession) -> None:
+        await self._scans.insert_one(record.to_document(), session=session)
+
+    async def count_redemption(
+        self,
+        read: PassRecord,
+        changes: dict[str, Any],
+        at: datetime,
+        session: AsyncClientSession,
+        *,
+        bump_version: bool,
+    ) -> None:
+        """Add one to the pass's count, only if nobody counted (or voided, or changed, for a
+        re-render) since `read` was read. Inside the command's transaction this is what makes
+        concurrent scans of one pass count exactly once each: the loser conflicts, and its
+        retry reads the new count and rejects."""
+        # A pass stored before redemption existed has no count: null matches a missing field.
+        seen: Any = read.redemption_count or {"$in": [0, None]}
+        query: dict[str, Any] = {"_id": read.id, "voided": False, "redemption_count": seen}
+        if bump_version:
+            query["version"] = read.version
+        update: dict[str, Any] = {
+            "$inc": {"redemption_count": 1},
+            "$set": {"last_redeemed_at": at, **changes},
+        }
+        if bump_version:
+            update["$inc"]["version"] = 1
+        result = await self._passes.update_one(query, update, session=session)
+        if result.matched_count != 1:
+            raise ConcurrentUpdate(read.id)
+
+    async def set_limits(
+        self, template_id: str, limit: int | None, session: AsyncClientSession
+    ) -> None:
+        """A template's new `max_redemptions` on each of its passes (what their objects show
+        as `redemptions_remaining`), in the template update's transaction."""
+        await self._passes.update_many(
+            {"template_id": template_id}, {"$set": {"redemption_limit": limit}}, session=session
+        )
