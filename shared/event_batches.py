@@ -1,5 +1,6 @@
 """The durable consumers of the events stream, a batch at a time (the events and the webhooks
-services; both replicas of each share their durable consumer).
+services; both replicas of each share their durable consumer), and of the live-updates work
+queue (the events service), the same way.
 
 Each fetch takes what the stream has for the consumer, up to `BATCH_SIZE` events, as soon as
 there is at least one (nats-server answers a pull at the first message rather than waiting for
@@ -16,13 +17,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
 from faststream.nats import NatsBroker
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.client import JetStreamContext
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from shared.messages import (
     EVENTS_STREAM,
@@ -41,19 +43,35 @@ FETCH_SECONDS = 1.0
 RETRY_SECONDS = 1.0
 STOP_GRACE_SECONDS = 5.0
 
+T = TypeVar("T")
 HandleBatch = Callable[[list[PassEventMessage]], Awaitable[None]]
 
 
-class EventBatchConsumer:
-    """A worker (shared.connections.running starts it once the streams exist)."""
+class BatchConsumer(Generic[T]):
+    """A worker (shared.connections.running starts it once the streams exist) that hands the
+    messages of a durable pull consumer of `stream`, parsed by `parse`, to `handle` a batch at
+    a time. Several workers may share one durable: each fetches its own batches."""
 
     def __init__(
-        self, broker: NatsBroker, durable: str, handle: HandleBatch, batch_size: int = BATCH_SIZE
+        self,
+        broker: NatsBroker,
+        durable: str,
+        handle: Callable[[list[T]], Awaitable[None]],
+        *,
+        stream: str,
+        subject: str,
+        parse: TypeAdapter[T],
+        batch_size: int = BATCH_SIZE,
+        retry_seconds: float = RETRY_SECONDS,
     ) -> None:
         self._broker = broker
         self._durable = durable
         self._handle = handle
+        self._stream = stream
+        self._subject = subject
+        self._parse = parse
         self._batch_size = batch_size
+        self._retry_seconds = retry_seconds
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._subscription: JetStreamContext.PullSubscription | None = None
@@ -111,18 +129,15 @@ class EventBatchConsumer:
             deliver_policy=DeliverPolicy.ALL,
         )
         return await self._broker.connection.jetstream().pull_subscribe(
-            f"{EVENTS_SUBJECT_PREFIX}.>",
-            durable=self._durable,
-            stream=EVENTS_STREAM,
-            config=config,
+            self._subject, durable=self._durable, stream=self._stream, config=config
         )
 
     async def _process(self, messages: list[Msg]) -> None:
-        events: list[PassEventMessage] = []
+        events: list[T] = []
         parsed: list[Msg] = []
         for message in messages:
             try:
-                events.append(pass_event_adapter.validate_json(message.data))
+                events.append(self._parse.validate_json(message.data))
             except ValidationError:
                 log.error("dropping malformed event %s on %s", _msg_id(message), message.subject)
                 await _settle(message.term())
@@ -135,12 +150,12 @@ class EventBatchConsumer:
                 await self._handle(events)
         except Exception:
             log.exception(
-                "consumer %s: a batch of %d events failed; it will be redelivered",
+                "consumer %s: a batch of %d messages failed; it will be redelivered",
                 self._durable,
                 len(events),
             )
             for message in parsed:
-                await _settle(message.nak(delay=RETRY_SECONDS))
+                await _settle(message.nak(delay=self._retry_seconds))
             return
         for message in parsed:
             await _settle(message.ack())
@@ -148,6 +163,23 @@ class EventBatchConsumer:
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+class EventBatchConsumer(BatchConsumer[PassEventMessage]):
+    """A consumer of the events stream (every pass event)."""
+
+    def __init__(
+        self, broker: NatsBroker, durable: str, handle: HandleBatch, batch_size: int = BATCH_SIZE
+    ) -> None:
+        super().__init__(
+            broker,
+            durable,
+            handle,
+            stream=EVENTS_STREAM,
+            subject=f"{EVENTS_SUBJECT_PREFIX}.>",
+            parse=pass_event_adapter,
+            batch_size=batch_size,
+        )
 
 
 async def _settle(step: Awaitable[None]) -> None:

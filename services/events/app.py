@@ -32,13 +32,15 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     wallet = apple_wallet(conn, settings, outbox)
     apns = create_apns_client(settings)
     live_updates = LiveUpdates(wallet.registrations, wallet.service, apns, conn.broker)
-    handlers.register_live_updates(conn.broker, live_updates, settings.live_update_workers)
+    pushers = handlers.register_live_updates(
+        conn.broker, live_updates, settings.live_update_workers
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
         try:
-            async with running(conn, relay, recorder):
+            async with running(conn, relay, recorder, *pushers):
                 yield
         finally:
             await apns.aclose()

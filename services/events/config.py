@@ -44,8 +44,9 @@ class EventsSettings(AppleIdentitySettings):
     # Trust this CA (PEM) for the APNs server instead of the system's: for a local test APNs.
     apns_ca_path: Path | None = None
     apns_timeout_seconds: float = Field(10.0, gt=0)
-    # Live updates one events process pushes at once (each pass's devices in parallel).
-    live_update_workers: int = Field(16, ge=1)
+    # Live updates one events process has in hand at once, taken off the work queue in batches
+    # by two fetchers (services/events/handlers.py); each batch's pushes go out in parallel.
+    live_update_workers: int = Field(100, ge=1)
 
     @model_validator(mode="after")
     def _apns_token_complete(self) -> "EventsSettings":

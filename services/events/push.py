@@ -28,7 +28,8 @@ from shared.pass_events import publish_event
 
 log = logging.getLogger(__name__)
 
-# APNs multiplexes pushes over one HTTP/2 connection; this bounds one pass's streams in flight.
+# APNs multiplexes pushes over one HTTP/2 connection; this bounds the streams in flight of one
+# pass, or of one batch of live updates.
 MAX_CONCURRENT_PUSHES = 50
 
 
@@ -68,9 +69,34 @@ class LiveUpdates:
         await publish_event(self._broker, event)
         return event
 
+    async def deliver_many(self, updates: list[LiveUpdate]) -> list[PassEventMessage]:
+        """`deliver` for a batch taken off the work queue: the registrations of all its passes
+        read with one query, every device pushed at once (bounded), then every event published.
+        Raises if any part fails: the whole batch is retried (pushed again, which devices
+        tolerate; published again, which the events' ids dedupe)."""
+        pass_ids = sorted({update.event.pass_id for update in updates})
+        tokens = await self._registrations.push_tokens_of(pass_ids)
+        limit = asyncio.Semaphore(MAX_CONCURRENT_PUSHES)
+        pushed = await asyncio.gather(
+            *(self._push(pass_id, tokens.get(pass_id, []), limit) for pass_id in pass_ids)
+        )
+        reports = dict(zip(pass_ids, pushed, strict=True))
+        events = [
+            update.event.model_copy(
+                update={
+                    "metadata": update.event.metadata | reports[update.event.pass_id].metadata()
+                }
+            )
+            for update in updates
+        ]
+        await asyncio.gather(*(publish_event(self._broker, event) for event in events))
+        return events
+
     async def push_pass(self, pass_id: str) -> PushReport:
         tokens = await self._registrations.push_tokens(pass_id)
-        limit = asyncio.Semaphore(MAX_CONCURRENT_PUSHES)
+        return await self._push(pass_id, tokens, asyncio.Semaphore(MAX_CONCURRENT_PUSHES))
+
+    async def _push(self, pass_id: str, tokens: list[str], limit: asyncio.Semaphore) -> PushReport:
 
         async def one(token: str) -> PushResult:
             async with limit:

@@ -217,6 +217,16 @@ class Registrations:
         cursor = self._registrations.find({"pass_id": pass_id}, {"push_token": 1})
         return sorted({doc["push_token"] async for doc in cursor})
 
+    async def push_tokens_of(self, pass_ids: list[str]) -> dict[str, list[str]]:
+        """`push_tokens` of many passes with one query: pass id -> its distinct tokens."""
+        found: dict[str, set[str]] = {}
+        cursor = self._registrations.find(
+            {"pass_id": {"$in": pass_ids}}, {"pass_id": 1, "push_token": 1}
+        )
+        async for doc in cursor:
+            found.setdefault(doc["pass_id"], set()).add(doc["push_token"])
+        return {pass_id: sorted(tokens) for pass_id, tokens in found.items()}
+
     async def of_device(self, device: str, pass_type: str) -> list[Document]:
         cursor = self._registrations.find({"device": device, "pass_type": pass_type})
         return [doc async for doc in cursor]

@@ -283,12 +283,13 @@ class IssuerService:
             changes["redemption"] = resolve_policy(record.type, cmd.redemption)
         now = self._clock.now()
         rollout: Apply | None = None
+        after_commit: Callable[[], Awaitable[None]] | None = None
         if changes.get("design", record.design) != record.design:
             # A new design_version, rolled out to the passes already issued (jobs/rollout.py).
             changes["design_version"] = record.design_version + 1
         updated = record.model_copy(update={**changes, "updated_at": now})
         if updated.design_version != record.design_version:
-            job, rollout = await plan_rollout(
+            job, rollout, supersede = await plan_rollout(
                 self._repo,
                 self._job_store,
                 record,
@@ -297,6 +298,7 @@ class IssuerService:
                 google_objects=self._artifacts.google_objects_change(record, updated),
             )
             updated.rollout_job_id = job.id
+            after_commit = self._after_rollout_planned(supersede)
         design = Design.from_stored(updated.design)
         await self._artifacts.sync_template(updated, design)
 
@@ -308,8 +310,18 @@ class IssuerService:
             if rollout is not None:
                 await rollout(uow)
 
-        started = self._job_started if rollout is not None else None
-        return Outcome(result=updated, apply=apply, after_commit=started)
+        return Outcome(result=updated, apply=apply, after_commit=after_commit)
+
+    def _after_rollout_planned(
+        self, supersede: Callable[[], Awaitable[None]]
+    ) -> Callable[[], Awaitable[None]]:
+        """Once a rollout's PATCH committed: the previous rollout superseded, the worker woken."""
+
+        async def after() -> None:
+            await supersede()
+            await self._job_started()
+
+        return after
 
     async def _create_pass(self, cmd: CreatePass) -> Outcome:
         found = await self._repo.template(cmd.account_id, cmd.mode, cmd.template_id)

@@ -371,3 +371,22 @@ def test_twenty_concurrent_scans_over_two_replicas_accept_exactly_one(
             "redemption_count": 1,
         }
     assert len(hooks) == 2
+
+
+def test_after_a_rollout_that_changes_the_barcode_the_new_code_scans(ctx: Ctx) -> None:
+    """A design change can change what the barcode says: the rollout re-renders every pass,
+    and the code a scanner then reads is the one looked up (the old one no longer is)."""
+    template, ticket = _ticket(ctx.client)
+    design = {**template["design"], "barcode": {"format": "qr", "message": "T-{short_id}"}}
+    patched = ok(ctx.client.patch(f"/v1/templates/{template['id']}", json={"design": design}))
+    poll(
+        lambda: ok(ctx.client.get(f"/v1/jobs/{patched['rollout_job_id']}")),
+        lambda job: job["status"] == "succeeded",
+        60,
+        message="the rollout to finish",
+        interval=0.2,
+    )
+    old = scan(ctx.client, code=ticket["serial_number"])
+    assert (old["result"], old["reason"]) == ("rejected", "unknown_code")
+    new = scan(ctx.client, code=f"T-{ticket['short_id']}")
+    assert (new["result"], new["pass_id"]) == ("accepted", ticket["id"])

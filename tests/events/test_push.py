@@ -175,6 +175,27 @@ async def test_the_event_is_published_with_the_counts_after_the_push(setup: Setu
     }
 
 
+async def test_a_batch_pushes_each_pass_s_devices_and_publishes_each_event_with_its_counts(
+    setup: Setup,
+) -> None:
+    """The work queue is taken a batch at a time: one read of the registrations for all its
+    passes, yet each event carries its own pass's counts, and two updates of one pass in the
+    same batch are two events."""
+    first, second, unregistered = [await setup.add_pass() for _ in range(3)]
+    await setup.register(first, "1" * 64)
+    await setup.register(first, "2" * 64)
+    await setup.register(second, "3" * 64)
+    updates = [_live_update(first), _live_update(second), _live_update(unregistered)]
+    updates.append(_live_update(first))
+    published = await setup.live.deliver_many(updates)
+    assert [event.id for event in published] == [update.event.id for update in updates]
+    assert [event.metadata["devices_pushed"] for event in published] == [2, 1, 0, 2]
+    on_stream = {event.id for event in await _published(setup.broker)}
+    assert {event.id for event in published} <= on_stream
+    # A pass in the batch twice has its devices pushed once for the batch.
+    assert [len(setup.fake.pushes(token * 64)) for token in "123"] == [1, 1, 1]
+
+
 async def test_a_live_update_waits_for_the_events_service(
     setup: Setup, nats_url: str, mongo_url: str
 ) -> None:
@@ -204,16 +225,16 @@ async def test_a_live_update_delivered_again_records_its_event_once(
     update = _live_update(record)
     events_before = await _messages(setup.broker, EVENTS_STREAM)
     failures = [RuntimeError("crashed before the ack")]
-    deliver = setup.live.deliver
+    deliver = setup.live.deliver_many
 
-    async def deliver_then_fail_once(live_update: LiveUpdate) -> PassEventMessage:
-        event = await deliver(live_update)
+    async def deliver_then_fail_once(updates: list[LiveUpdate]) -> list[PassEventMessage]:
+        events = await deliver(updates)
         if failures:
             raise failures.pop()
-        return event
+        return events
 
-    # The crash, patched in: the consumer calls this instance's deliver.
-    setup.live.deliver = deliver_then_fail_once  # type: ignore[method-assign, assignment]
+    # The crash, patched in: the consumer calls this instance's deliver_many.
+    setup.live.deliver_many = deliver_then_fail_once  # type: ignore[method-assign]
     async with _events_service(nats_url, setup) as recorded:
         await _publish(setup.broker, update)
         await _until(lambda: _pending(setup.broker), 0, seconds=20)
@@ -256,7 +277,7 @@ async def _events_service(
     events (under a durable of the test's own); yields how often an event id was recorded."""
     broker = create_broker(nats_url)
     repo = EventsRepository(setup.db)
-    register_live_updates(broker, setup.live, workers=4)
+    pushers = register_live_updates(broker, setup.live, workers=4)
 
     async def record(event: PassEventMessage) -> None:
         await record_event(repo, event)
@@ -266,9 +287,13 @@ async def _events_service(
 
     subscribe_to_events(broker, f"test-{secrets.token_hex(4)}", record)
     await broker.start()
+    for pusher in pushers:
+        pusher.start()
     try:
         yield recorded
     finally:
+        for pusher in pushers:
+            await pusher.stop()
         await broker.stop()
 
 

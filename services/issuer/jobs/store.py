@@ -157,7 +157,7 @@ class JobStore:
         await self.jobs.insert_one(record.to_document(), session=session)
 
     async def supersede(
-        self, session: AsyncClientSession, job_id: str, by: str, now: datetime
+        self, session: AsyncClientSession | None, job_id: str, by: str, now: datetime
     ) -> None:
         """An open job replaced by job `by` (a newer rollout of the same template): canceled,
         its chunks not done yet too, as `cancel` does; nothing if it is finished already."""
