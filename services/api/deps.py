@@ -37,6 +37,9 @@ from shared.messages import Command, PassEventType, R
 from shared.models import PassRecord
 from shared.nats import request_command
 
+# How many request timeouts a long command (a batch) may take.
+LONG_COMMAND_FACTOR = 2
+
 
 @dataclass
 class ApiContext:
@@ -76,9 +79,12 @@ class ApiContext:
         await self.enforce_rate_limit(principal)
         await self.reserve_pass(principal)
 
-    async def command(self, command: Command[R]) -> R:
-        """Send a command to the service that owns its data; its typed result."""
-        return await request_command(self.broker, command, self.settings.request_timeout_seconds)
+    async def command(self, command: Command[R], *, long: bool = False) -> R:
+        """Send a command to the service that owns its data; its typed result. A `long` one
+        (a batch of up to 100 passes) may take twice the request timeout, which still ends
+        before its Idempotency-Key's lock (twice the timeout plus 5 s) could be taken over."""
+        timeout = self.settings.request_timeout_seconds * (LONG_COMMAND_FACTOR if long else 1)
+        return await request_command(self.broker, command, timeout)
 
 
 async def _context(request: Request) -> ApiContext:

@@ -10,6 +10,7 @@ update_passes job sets values on every non-voided pass with the same pushes and 
 
 import json
 import secrets
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,15 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.support.api import assert_error, create_template, design, ok, walk
+from tests.support.api import (
+    assert_error,
+    create_template,
+    design,
+    ok,
+    post_retrying,
+    send_retrying,
+    walk,
+)
 from tests.support.apple_wallet import PASS_TYPE, pushes_to
 from tests.support.emulated_iphone import EmulatedIPhone
 from tests.support.fake_apns import FakeApns
@@ -59,7 +68,8 @@ def _issue(client: httpx2.Client, template_id: str, count: int) -> list[dict[str
             {"template_id": template_id, "field_values": {"seat": f"S{n}"}}
             for n in range(start, min(count, start + 100))
         ]
-        answer = ok(client.post("/v1/passes/batch", json={"passes": rows}))
+        batch = post_retrying(client, "/v1/passes/batch", {"passes": rows}, uuid.uuid4().hex)
+        answer = ok(batch)
         made += [row["pass"] for row in answer["data"]]
     assert len(made) == count
     return made
@@ -199,8 +209,11 @@ def test_a_second_design_patch_supersedes_a_running_rollout(stack: Stack, tmp_pa
         template = create_template(client)
         passes = _issue(client, template["id"], 400)
         url = f"/v1/templates/{template['id']}"
+        # The second PATCH lands while the first rollout keeps the machine busy: sent as a
+        # careful client sends it, again with its key if the answer says to retry.
         first = ok(client.patch(url, json={"design": design(description="Moved once")}))
-        second = ok(client.patch(url, json={"design": design(description="Moved twice")}))
+        moved = {"design": design(description="Moved twice")}
+        second = ok(send_retrying(client, "PATCH", url, moved, uuid.uuid4().hex))
         assert (first["design_version"], second["design_version"]) == (2, 3)
         assert first["rollout_job_id"] != second["rollout_job_id"]
         latest = _finished(client, second["rollout_job_id"])

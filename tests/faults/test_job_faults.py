@@ -1,6 +1,9 @@
 """Issue 12, acceptance 6 (imports): kill -9 every issuer replica in turn, then all of them at
 once, while a 3,000-row import job runs. The job finishes; the store holds exactly 3,000 passes
-of it, one per row; exactly one `created` event is recorded per pass, and no event twice.
+of it, one per row; exactly one `created` event is recorded per pass, and no event twice. The
+same holds when, during an import, nats-server and then the store are killed with -9 and
+started again, and every other service is killed and restarted ("jobs survive kill -9 of any
+service and a restart of NATS or the store").
 
 A killed replica's chunks keep their lease until it runs out (10 s here), then the other
 replica takes them over and does them again from the start: nothing of the dead run was
@@ -10,6 +13,7 @@ so nothing is made twice.
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
@@ -17,8 +21,9 @@ import pytest
 from pymongo import MongoClient
 from pymongo.synchronous.database import Database
 
+from tessera.processes import SERVICES
 from tests.support.api import TEMPLATE_BODY, create_template, ok
-from tests.support.faults import log_problems
+from tests.support.faults import Server, log_problems
 from tests.support.polling import poll
 from tests.support.stack import Stack
 
@@ -32,12 +37,21 @@ FINISHED = {"succeeded", "failed", "canceled"}
 
 
 def _job(client: httpx2.Client, job_id: str) -> dict[str, Any]:
-    return ok(client.get(f"/v1/jobs/{job_id}"))
+    """The job, or a stand-in that is neither running nor finished while the api cannot
+    answer (a fault was just injected): the caller polls again."""
+    try:
+        response = client.get(f"/v1/jobs/{job_id}")
+    except httpx2.HTTPError:
+        return {"status": "unavailable", "processed": -1}
+    if response.status_code != 200:
+        return {"status": "unavailable", "processed": -1}
+    job: dict[str, Any] = response.json()
+    return job
 
 
-def _ready(stack: Stack, names: list[str]) -> bool:
+def _ready(stack: Stack, names: list[str], service: str = "issuer") -> bool:
     with httpx2.Client(timeout=2.0) as client:
-        for member in stack.members("issuer"):
+        for member in stack.members(service):
             if member.name not in names:
                 continue
             try:
@@ -64,8 +78,56 @@ def _store(stack: Stack) -> tuple[MongoClient[dict[str, Any]], Database[dict[str
     return mongo, mongo[stack.database]
 
 
+Fault = tuple[str, Callable[[], None]]
+
+
+def _every_replica_ready(stack: Stack) -> bool:
+    return all(
+        _ready(stack, [member.name for member in stack.members(service)], service)
+        for service in SERVICES
+    )
+
+
+def _restarted(stack: Stack, restart: Callable[[], None]) -> Callable[[], None]:
+    def inject() -> None:
+        restart()
+        poll(lambda: _every_replica_ready(stack), timeout=90, message="every service ready")
+
+    return inject
+
+
 @pytest.mark.timeout(480)
 def test_an_import_survives_kill_9_of_every_issuer_replica(stack: Stack) -> None:
+    replicas = stack.replica_names("issuer")
+    assert len(replicas) >= 2
+
+    def kill_9(victims: list[str]) -> Fault:
+        return f"kill -9 {' and '.join(victims)}", lambda: _kill_and_restart(stack, victims)
+
+    faults = [kill_9([name]) for name in replicas] + [kill_9(replicas)]
+    _import_under_faults(stack, faults)
+
+
+@pytest.mark.timeout(480)
+def test_an_import_survives_kill_9_of_nats_the_store_and_every_other_service(
+    stack: Stack, nats: Server, store: Server
+) -> None:
+    def kill_9(name: str) -> Fault:
+        def restart() -> None:
+            stack.kill(name)
+            stack.start(name)
+
+        return f"kill -9 {name} (every replica)", _restarted(stack, restart)
+
+    faults: list[Fault] = [
+        ("kill -9 nats-server, start it", _restarted(stack, lambda: nats.restart(kill=True))),
+        ("kill -9 the store, start it", _restarted(stack, lambda: store.restart(kill=True))),
+        *(kill_9(name) for name in ("api", "events", "webhooks")),
+    ]
+    _import_under_faults(stack, faults)
+
+
+def _import_under_faults(stack: Stack, faults: list[Fault]) -> None:
     began = time.monotonic()
     account = stack.new_account(plan="paid")
     rows = [
@@ -75,12 +137,11 @@ def test_an_import_survives_kill_9_of_every_issuer_replica(stack: Stack) -> None
     with stack.client(headers=account.headers()) as client:
         template = create_template(client, TEMPLATE_BODY)
         body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
-        job = ok(client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "faults"}), 202)
-        replicas = stack.replica_names("issuer")
-        assert len(replicas) >= 2
+        key = {"Idempotency-Key": f"faults-{account.id}"}
+        job = ok(client.post("/v1/jobs", json=body, headers=key), 202)
         try:
             progress = 0
-            for victims in [[name] for name in replicas] + [replicas]:
+            for label, inject in faults:
                 target = progress + PROGRESS_BETWEEN_KILLS
 
                 def reached(found: dict[str, Any], at_least: int = target) -> bool:
@@ -96,9 +157,9 @@ def test_an_import_survives_kill_9_of_every_issuer_replica(stack: Stack) -> None
                 assert seen["status"] == "running", f"the job ended early: {seen}"
                 progress = seen["processed"]
                 killed_at = time.monotonic()
-                _kill_and_restart(stack, victims)
+                inject()
                 timings.append(
-                    f"  kill -9 {' and '.join(victims)} at {progress} rows processed: back in "
+                    f"  {label} at {progress} rows processed: back in "
                     f"{time.monotonic() - killed_at:.1f}s"
                 )
             finished_at = time.monotonic()

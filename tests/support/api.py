@@ -143,6 +143,30 @@ def create_template(
     return ok(client.post("/v1/templates", json=sent))
 
 
+# What a 500 says when the request may be retried with the same Idempotency-Key.
+RETRYABLE_CODES = frozenset({"timeout", "write_conflict", "service_unavailable"})
+
+
+def post_retrying(
+    client: httpx2.Client, path: str, body: Any, key: str, attempts: int = 5
+) -> httpx2.Response:
+    """POST as a careful client does: with an Idempotency-Key, sent again after an answer
+    that says to retry (a loaded machine may time a long command out); the last answer."""
+    return send_retrying(client, "POST", path, body, key, attempts)
+
+
+def send_retrying(
+    client: httpx2.Client, method: str, path: str, body: Any, key: str, attempts: int = 5
+) -> httpx2.Response:
+    """`post_retrying` for any method that takes an Idempotency-Key (POST, PATCH)."""
+    headers = {"Idempotency-Key": key}
+    for _ in range(attempts - 1):
+        response = client.request(method, path, json=body, headers=headers)
+        if response.status_code < 500 or response.json()["error"]["code"] not in RETRYABLE_CODES:
+            return response
+    return client.request(method, path, json=body, headers=headers)
+
+
 def create_pass(client: httpx2.Client, template_id: str, **fields: Any) -> dict[str, Any]:
     return ok(client.post("/v1/passes", json={"template_id": template_id, **fields}))
 

@@ -54,7 +54,7 @@ async def create_passes(
         results: dict[int, BatchRowResult] = {}
         if granted:
             sent = CreatePasses(**command_base(principal, command_id), rows=valid[:granted])
-            created = await ctx.command(sent)
+            created = await ctx.command(sent, long=True)
             results = {result.index: result for result in created.rows}
             refused = sum(1 for result in created.rows if result.record is None)
             release_passes(ctx.quota_leases, ctx.clock, principal, refused)
