@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.errors import ApiError
 from shared.redemption import RedemptionPolicy, default_policy
 
 Mode = Literal["test", "live"]
@@ -163,6 +164,17 @@ class RowError(BaseModel):
     code: str | None = None
     message: str
     param: str | None = None
+
+
+def row_error(error: ApiError) -> RowError:
+    """The RowError of a row refused with `error`."""
+    return RowError(
+        status=error.status,
+        type=error.type,
+        code=error.code,
+        message=error.message,
+        param=error.param,
+    )
 
 
 class JobError(BaseModel):

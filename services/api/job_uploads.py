@@ -25,7 +25,7 @@ from shared.design import Design
 from shared.errors import ApiError, InvalidRequest, not_found
 from shared.ids import has_prefix, new_id
 from shared.messages import AddImportRows, ImportChunk, ImportRow, StartJob
-from shared.models import JobRecord, RowError, TemplateRecord
+from shared.models import JobRecord, RowError, TemplateRecord, row_error
 from shared.nats import COMMAND_HEADROOM_BYTES, max_payload
 
 # Rows in one chunk of work (what one issuer replica does in one transaction).
@@ -34,16 +34,6 @@ CHUNK_ROWS = 100
 COMMAND_BYTES = 512 * 1024
 # What JSON adds around a chunk's rows in a command.
 CHUNK_OVERHEAD_BYTES = 64
-
-
-def row_error(error: ApiError) -> RowError:
-    return RowError(
-        status=error.status,
-        type=error.type,
-        code=error.code,
-        message=error.message,
-        param=error.param,
-    )
 
 
 def checked(

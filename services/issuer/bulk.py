@@ -27,21 +27,11 @@ from shared.errors import ApiError, AuthorizationError, InvalidRequest, not_foun
 from shared.ids import new_id, short_slug
 from shared.messages import CreatePass, PassEventMessage, PassRow
 from shared.metrics import PKPASS_BUILD
-from shared.models import Mode, PassRecord, RowError, TemplateRecord
+from shared.models import Mode, PassRecord, RowError, TemplateRecord, row_error
 from shared.pass_events import pass_event
 
 # Rows whose Google link is made at once: with production credentials each is a REST call.
 ROW_CONCURRENCY = 8
-
-
-def row_error(error: ApiError) -> RowError:
-    return RowError(
-        status=error.status,
-        type=error.type,
-        code=error.code,
-        message=error.message,
-        param=error.param,
-    )
 
 
 def issuable(

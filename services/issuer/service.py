@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pymongo.errors import OperationFailure
 
 from services.issuer.artifacts import WalletArtifacts
-from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass, row_error
+from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass
 from services.issuer.jobs.commands import JobCommands
 from services.issuer.jobs.rollout import plan_rollout
 from services.issuer.jobs.store import JobStore
@@ -75,7 +75,7 @@ from shared.messages import (
     ok_reply,
 )
 from shared.metrics import PASSES_ISSUED
-from shared.models import DownloadLinkRecord, PassRecord, RowError, TemplateRecord
+from shared.models import DownloadLinkRecord, PassRecord, RowError, TemplateRecord, row_error
 from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.pass_events import pass_event
 from shared.redemption import resolve_policy

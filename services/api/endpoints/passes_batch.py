@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import command_base, idempotent_response
 from services.api.idempotency import Scope
-from services.api.job_uploads import checked, row_error
+from services.api.job_uploads import checked
 from services.api.limits import quota_exhausted, release_passes, reserve_passes
 from services.api.objects import (
     BatchObject,
@@ -24,7 +24,7 @@ from services.api.objects import (
 )
 from services.api.schemas import PassBatchCreate, PassCreate
 from shared.messages import BatchRow, BatchRowResult, CreatePasses
-from shared.models import RowError
+from shared.models import RowError, row_error
 
 router = APIRouter(prefix="/v1/passes", tags=["passes"])
 

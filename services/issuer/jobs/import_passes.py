@@ -1,12 +1,12 @@
 """The `import_passes` job type: each chunk's rows become passes, as POST /v1/passes/batch
 makes them (services/issuer/bulk.py), each row's command id being the job id and its row."""
 
-from services.issuer.bulk import PassMaker, Prepared, row_error
+from services.issuer.bulk import PassMaker, Prepared
 from services.issuer.jobs.registry import ChunkResult
 from services.issuer.jobs.store import Chunk
 from shared.errors import ApiError
 from shared.messages import ImportRow
-from shared.models import JobRecord, JobRowOutcome
+from shared.models import JobRecord, JobRowOutcome, row_error
 
 JOB_TYPE = "import_passes"
 

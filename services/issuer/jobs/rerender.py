@@ -18,7 +18,6 @@ from typing import Any, Protocol
 
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.assets import PassAssets, pass_assets
-from services.issuer.bulk import row_error
 from services.issuer.jobs.registry import ChunkResult
 from services.issuer.jobs.store import Chunk
 from services.issuer.pkpass import sign_pass
@@ -29,7 +28,7 @@ from shared.design import Design
 from shared.errors import ApiError, InvalidRequest, not_found
 from shared.messages import LiveUpdate
 from shared.metrics import PKPASS_BUILD
-from shared.models import JobRecord, JobRowOutcome, PassRecord, TemplateRecord
+from shared.models import JobRecord, JobRowOutcome, PassRecord, TemplateRecord, row_error
 from shared.outbox import OutboxMessage
 from shared.pass_events import pass_event
 
