@@ -23,7 +23,7 @@ from pymongo.synchronous.database import Database
 
 from tessera.processes import SERVICES
 from tests.support.api import TEMPLATE_BODY, create_template, ok
-from tests.support.faults import Server, log_problems
+from tests.support.faults import Server, kill_and_restart, log_problems, replicas_ready
 from tests.support.polling import poll
 from tests.support.stack import Stack
 
@@ -49,30 +49,6 @@ def _job(client: httpx2.Client, job_id: str) -> dict[str, Any]:
     return job
 
 
-def _ready(stack: Stack, names: list[str], service: str = "issuer") -> bool:
-    with httpx2.Client(timeout=2.0) as client:
-        for member in stack.members(service):
-            if member.name not in names:
-                continue
-            try:
-                url = f"http://{stack.host}:{member.port(stack.api_port)}/readyz"
-                if client.get(url).status_code != 200:
-                    return False
-            except httpx2.HTTPError:
-                return False
-    return True
-
-
-def _kill_and_restart(stack: Stack, names: list[str]) -> None:
-    for name in names:
-        stack.children[name].kill()
-    for name in names:
-        stack.children[name].wait(5.0)
-    for name in names:
-        stack.children[name].start()
-    poll(lambda: _ready(stack, names), timeout=60, message=f"{names} ready again")
-
-
 def _store(stack: Stack) -> tuple[MongoClient[dict[str, Any]], Database[dict[str, Any]]]:
     mongo: MongoClient[dict[str, Any]] = MongoClient(stack.mongo_url)
     return mongo, mongo[stack.database]
@@ -83,7 +59,7 @@ Fault = tuple[str, Callable[[], None]]
 
 def _every_replica_ready(stack: Stack) -> bool:
     return all(
-        _ready(stack, [member.name for member in stack.members(service)], service)
+        replicas_ready(stack, [member.name for member in stack.members(service)], service)
         for service in SERVICES
     )
 
@@ -102,7 +78,7 @@ def test_an_import_survives_kill_9_of_every_issuer_replica(stack: Stack) -> None
     assert len(replicas) >= 2
 
     def kill_9(victims: list[str]) -> Fault:
-        return f"kill -9 {' and '.join(victims)}", lambda: _kill_and_restart(stack, victims)
+        return f"kill -9 {' and '.join(victims)}", lambda: kill_and_restart(stack, victims)
 
     faults = [kill_9([name]) for name in replicas] + [kill_9(replicas)]
     _import_under_faults(stack, faults)

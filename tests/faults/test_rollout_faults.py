@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.faults.test_job_faults import FINISHED, JOB_TIMEOUT, _job, _kill_and_restart, _store
+from tests.faults.test_job_faults import FINISHED, JOB_TIMEOUT, _job, _store
 from tests.support.api import TEMPLATE_BODY, create_template, ok
-from tests.support.faults import log_problems
+from tests.support.faults import kill_and_restart, log_problems
 from tests.support.polling import poll
 from tests.support.stack import Stack
 
@@ -64,7 +64,7 @@ def test_a_rollout_survives_kill_9_of_every_issuer_replica(stack: Stack) -> None
                 assert seen["status"] == "running", f"the rollout ended early: {seen}"
                 progress = seen["processed"]
                 killed_at = time.monotonic()
-                _kill_and_restart(stack, victims)
+                kill_and_restart(stack, victims)
                 timings.append(
                     f"  kill -9 {' and '.join(victims)} at {progress} passes: back in "
                     f"{time.monotonic() - killed_at:.1f}s"

@@ -23,7 +23,7 @@ import pytest
 from pymongo import MongoClient
 
 from tests.support.api import ok
-from tests.support.faults import log_problems
+from tests.support.faults import kill_and_restart, log_problems
 from tests.support.polling import poll
 from tests.support.stack import Stack
 
@@ -32,30 +32,6 @@ pytestmark = [pytest.mark.faults, pytest.mark.e2e, pytest.mark.slow]
 PASSES = 100
 GATES = 2
 DEADLINE_SECONDS = 240.0
-
-
-def _ready(stack: Stack, names: list[str]) -> bool:
-    with httpx2.Client(timeout=2.0) as client:
-        for member in stack.members("issuer"):
-            if member.name not in names:
-                continue
-            try:
-                url = f"http://{stack.host}:{member.port(stack.api_port)}/readyz"
-                if client.get(url).status_code != 200:
-                    return False
-            except httpx2.HTTPError:
-                return False
-    return True
-
-
-def _kill_and_restart(stack: Stack, names: list[str]) -> None:
-    for name in names:
-        stack.children[name].kill()
-    for name in names:
-        stack.children[name].wait(5.0)
-    for name in names:
-        stack.children[name].start()
-    poll(lambda: _ready(stack, names), timeout=60, message=f"{names} ready again")
 
 
 class Gates:
@@ -150,7 +126,7 @@ def test_scans_survive_kill_9_of_the_issuer(stack: Stack) -> None:
                     message=f"{after} answers",
                 )
                 killed_at = time.monotonic()
-                _kill_and_restart(stack, victims)
+                kill_and_restart(stack, victims)
                 timings.append(
                     f"  kill -9 {' and '.join(victims)} after {after}+ answers: back in "
                     f"{time.monotonic() - killed_at:.1f}s"

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import httpx2
 
 from tessera.processes import Child, base_env, free_port, mongo_argv, nats_argv, wait_tcp
+from tests.support.polling import poll
 from tests.support.stack import Account, Stack
 
 HOST = "127.0.0.1"
@@ -289,3 +290,29 @@ def log_problems(logs_dir: Path) -> list[str]:
             cause = f" | {trace[-1][:200]}" if trace else ""
             seen[f"{path.stem} {entry.get('level')} {entry.get('msg', '')[:200]}{cause}"] += 1
     return [f"  {count} x {what}" for what, count in seen.most_common()]
+
+
+def replicas_ready(stack: Stack, names: list[str], service: str = "issuer") -> bool:
+    """Every named replica of `service` answers /readyz 200."""
+    with httpx2.Client(timeout=2.0) as client:
+        for member in stack.members(service):
+            if member.name not in names:
+                continue
+            try:
+                url = f"http://{stack.host}:{member.port(stack.api_port)}/readyz"
+                if client.get(url).status_code != 200:
+                    return False
+            except httpx2.HTTPError:
+                return False
+    return True
+
+
+def kill_and_restart(stack: Stack, names: list[str]) -> None:
+    """kill -9 the named issuer replicas together, start them again, wait until ready."""
+    for name in names:
+        stack.children[name].kill()
+    for name in names:
+        stack.children[name].wait(5.0)
+    for name in names:
+        stack.children[name].start()
+    poll(lambda: replicas_ready(stack, names), timeout=60, message=f"{names} ready again")

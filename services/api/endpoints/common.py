@@ -88,6 +88,14 @@ def require_id(value: str, kind: str, label: str) -> str:
     return value
 
 
+async def require_pass(ctx: ApiContext, principal: Principal, pass_id: str) -> None:
+    """404 unless `pass_id` names a pass of the principal's account and mode (a pass's
+    sub-resources: its events, its scans)."""
+    require_id(pass_id, "pass", "pass")
+    if await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id) is None:
+        raise not_found("pass", pass_id)
+
+
 def paging(kind: str, default: int, maximum: int) -> Any:
     """A dependency for `limit`, `starting_after` and `ending_before` on a list of `kind`."""
 

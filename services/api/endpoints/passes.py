@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 from pydantic import EmailStr
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id, send_command
+from services.api.endpoints.common import paging, require_id, require_pass, send_command
 from services.api.objects import ListObject, PassEventObject, PassObject, responses
 from services.api.schemas import PassCreate, PassUpdate
 from shared.errors import not_found
@@ -135,9 +135,7 @@ async def list_pass_events(
     pass_id: str,
     page: Annotated[PageRequest, paging("pass_event", 100, 200)],
 ) -> JSONResponse:
-    require_id(pass_id, "pass", "pass")
-    if await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id) is None:
-        raise not_found("pass", pass_id)
+    await require_pass(ctx, principal, pass_id)
     result = await ctx.events.page(principal.account_id, principal.mode, page, pass_id=pass_id)
     data = [PassEventObject.of(record) for record in result.items]
     return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))

@@ -7,11 +7,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id, send_command
+from services.api.endpoints.common import paging, require_pass, send_command
 from services.api.objects import ListObject, responses
 from services.api.scan_objects import ScanObject
 from services.api.schemas import ScanCreate
-from shared.errors import not_found
 from shared.messages import RedeemPass
 from shared.pagination import PageRequest
 
@@ -73,9 +72,7 @@ async def list_pass_scans(
     pass_id: str,
     page: Annotated[PageRequest, paging("scan", 50, 100)],
 ) -> JSONResponse:
-    require_id(pass_id, "pass", "pass")
-    if await ctx.issuer.pass_(principal.account_id, principal.mode, pass_id) is None:
-        raise not_found("pass", pass_id)
+    await require_pass(ctx, principal, pass_id)
     found = await ctx.issuer.scans_page(principal.account_id, principal.mode, page, pass_id=pass_id)
     data = [ScanObject.of(record) for record in found.items]
     return JSONResponse(ListObject(data=data, has_more=found.has_more).model_dump(mode="json"))
