@@ -63,10 +63,7 @@ class LiveUpdates:
     async def deliver(self, update: LiveUpdate) -> PassEventMessage:
         """Push the pass's devices, then publish its event with the counts. Raises when the
         registrations cannot be read or the event cannot be published: retry the live update."""
-        report = await self.push_pass(update.event.pass_id)
-        metadata = update.event.metadata | report.metadata()
-        event = update.event.model_copy(update={"metadata": metadata})
-        await publish_event(self._broker, event)
+        (event,) = await self.deliver_many([update])
         return event
 
     async def deliver_many(self, updates: list[LiveUpdate]) -> list[PassEventMessage]:
