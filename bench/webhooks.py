@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from bench.issue import create_template, issue_many, parse_levels
 from bench.pkpass import format_table, machine_facts, percentile, write_results
 from bench.stack import Stack as RunningStack
@@ -40,6 +42,12 @@ from bench.stack import new_client, running_stack
 
 DELIVERY_TIMEOUT = 120.0
 POLL_INTERVAL = 0.05
+# The slow endpoint of the isolation level: answers 500 after this long.
+SLOW_SUFFIX = "/slow"
+SLOW_SECONDS = 2.0
+RAW_POSTS = 3000
+RAW_CONCURRENCY = 16
+HOP_HEADERS = {"host", "content-length", "connection"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ class Collector:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.arrivals: list[Arrival] = []
+        # One delivery as it arrived (body and signature headers), for the raw-POST reference.
+        self.sample: tuple[bytes, dict[str, str]] | None = None
 
     def add(self, arrival: Arrival) -> None:
         with self._lock:
@@ -72,9 +82,16 @@ def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             received = time.time()
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            body = json.loads(raw)
+            if self.path.startswith("/level-") and collector.sample is None:
+                signed = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+                collector.sample = (raw, signed)
             created = datetime.fromisoformat(body["created_at"].replace("Z", "+00:00"))
-            self.send_response(200)
+            slow = self.path.endswith(SLOW_SUFFIX)
+            if slow:  # the failing endpoint: answers 500, slowly
+                time.sleep(SLOW_SECONDS)
+            self.send_response(500 if slow else 200)
             self.send_header("Content-Length", "0")
             self.end_headers()
             collector.add(
@@ -104,34 +121,65 @@ def receiver() -> Iterator[tuple[str, Collector]]:
 @dataclass
 class LevelResult:
     webhooks: int
+    slow_webhooks: int  # of `webhooks`, answering 500 after SLOW_SECONDS; not counted below
     passes: int
     issue_concurrency: int
     deliveries: int
     duplicates: int
     seconds: float
     deliveries_per_second: float
+    ratio_to_raw_posts: float
     latency_p50_ms: float
     latency_p99_ms: float
     latency_max_ms: float
 
 
+@dataclass(frozen=True)
+class Level:
+    webhooks: int
+    passes: int
+    concurrency: int
+    slow: int = 0
+
+
+async def raw_posts_per_second(base: str, collector: Collector) -> float:
+    """The reference: the sender's HTTP client (httpx2, a keep-alive pool) POSTing one real
+    signed delivery to the same receiver from this process, RAW_CONCURRENCY at a time."""
+    if collector.sample is None:
+        raise RuntimeError("no delivery arrived yet to use as the raw-POST sample")
+    body, headers = collector.sample
+    limits = httpx2.Limits(max_connections=RAW_CONCURRENCY)
+    async with httpx2.AsyncClient(limits=limits, trust_env=False) as client:
+
+        async def worker(count: int) -> None:
+            for _ in range(count):
+                response = await client.post(f"{base}/raw/0", content=body, headers=headers)
+                response.raise_for_status()
+
+        started = time.perf_counter()
+        share = RAW_POSTS // RAW_CONCURRENCY
+        await asyncio.gather(*(worker(share) for _ in range(RAW_CONCURRENCY)))
+        return share * RAW_CONCURRENCY / (time.perf_counter() - started)
+
+
 async def run_level(
-    stack: RunningStack, base: str, collector: Collector, webhooks: int, passes: int, conc: int
+    stack: RunningStack, base: str, collector: Collector, level: Level, raw: float
 ) -> LevelResult:
-    prefix = f"/level-{webhooks}-{conc}/"
-    async with new_client(stack, conc) as client:
-        for n in range(webhooks):
-            body = {"url": f"{base}{prefix}{n}", "events": ["pass.issued"]}
+    prefix = f"/level-{level.webhooks}-{level.slow}-{level.concurrency}/"
+    async with new_client(stack, level.concurrency) as client:
+        for n in range(level.webhooks):
+            path = f"{prefix}{n}{SLOW_SUFFIX if n < level.slow else ''}"
+            body = {"url": f"{base}{path}", "events": ["pass.issued"]}
             response = await client.post("/v1/webhooks", json=body)
             if response.status_code != 200:
                 raise RuntimeError(f"webhook creation failed: {response.text}")
         template_id = await create_template(client)
-        outcome, _ = await issue_many(client, template_id, passes, conc, first=0)
+        outcome, _ = await issue_many(client, template_id, level.passes, level.concurrency, 0)
         if outcome.errors:
             raise RuntimeError(f"issuing failed: {outcome.errors[:3]}")
-        expected = len(outcome.pass_ids) * webhooks
+        expected = len(outcome.pass_ids) * (level.webhooks - level.slow)
         deadline = time.monotonic() + DELIVERY_TIMEOUT
-        while len({a.delivery_id for a in collector.for_paths(prefix)}) < expected:
+        while len({a.delivery_id for a in _healthy(collector, prefix)}) < expected:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"deliveries missing after {DELIVERY_TIMEOUT:g} s")
             await asyncio.sleep(POLL_INTERVAL)
@@ -139,62 +187,83 @@ async def run_level(
         listed = (await client.get("/v1/webhooks", params={"limit": 100})).json()["data"]
         for hook in listed:
             await client.delete(f"/v1/webhooks/{hook['id']}")
-    arrivals = collector.for_paths(prefix)
+    arrivals = _healthy(collector, prefix)
     first: dict[str, Arrival] = {}
     for arrival in sorted(arrivals, key=lambda a: a.received_at):
         first.setdefault(arrival.delivery_id, arrival)
     latencies = [(a.received_at - a.event_created_at) * 1000.0 for a in first.values()]
     span = max(a.received_at for a in arrivals) - min(a.received_at for a in arrivals)
+    rate = round(len(first) / span, 1) if span else 0.0
     return LevelResult(
-        webhooks=webhooks,
-        passes=passes,
-        issue_concurrency=conc,
+        webhooks=level.webhooks,
+        slow_webhooks=level.slow,
+        passes=level.passes,
+        issue_concurrency=level.concurrency,
         deliveries=len(first),
         duplicates=len(arrivals) - len(first),
         seconds=round(span, 3),
-        deliveries_per_second=round(len(first) / span, 1) if span else 0.0,
+        deliveries_per_second=rate,
+        ratio_to_raw_posts=round(rate / raw, 3),
         latency_p50_ms=round(percentile(latencies, 0.50), 1),
         latency_p99_ms=round(percentile(latencies, 0.99), 1),
         latency_max_ms=round(max(latencies), 1),
     )
 
 
+def _healthy(collector: Collector, prefix: str) -> list[Arrival]:
+    return [a for a in collector.for_paths(prefix) if not a.webhook_path.endswith(SLOW_SUFFIX)]
+
+
 def table(levels: Sequence[LevelResult]) -> str:
-    headers = ["webhooks", "passes", "conc", "deliveries", "dups", "seconds", "deliv/s", "p50 ms"]
+    headers = ["webhooks", "slow", "passes", "conc", "deliveries", "dups", "seconds"]
+    headers += ["deliv/s", "x raw", "p50 ms", "p99 ms", "max ms"]
     rows = [
         [
             str(r.webhooks),
+            str(r.slow_webhooks),
             str(r.passes),
             str(r.issue_concurrency),
             str(r.deliveries),
             str(r.duplicates),
             f"{r.seconds:.2f}",
             f"{r.deliveries_per_second:.1f}",
+            f"{r.ratio_to_raw_posts:.3f}",
             f"{r.latency_p50_ms:.1f}",
+            f"{r.latency_p99_ms:.1f}",
+            f"{r.latency_max_ms:.1f}",
         ]
         for r in levels
     ]
-    headers += ["p99 ms", "max ms"]
-    for row, r in zip(rows, levels, strict=True):
-        row += [f"{r.latency_p99_ms:.1f}", f"{r.latency_max_ms:.1f}"]
     return format_table(headers, rows)
 
 
-async def drive(stack: RunningStack, args: argparse.Namespace) -> list[LevelResult]:
+async def drive(stack: RunningStack, args: argparse.Namespace) -> tuple[list[LevelResult], float]:
+    # First one pass at a time, so the latency is not queueing behind other work; then loaded;
+    # then, beside nine healthy webhooks, one that answers 500 after SLOW_SECONDS.
+    levels = [Level(1, args.quiet_passes, 1)]
+    levels += [Level(n, args.passes, args.concurrency) for n in args.webhooks]
+    if args.slow:
+        levels.append(Level(10, args.passes, args.concurrency, slow=1))
     results = []
-    # First one pass at a time, so the latency is not queueing behind other work; then loaded.
-    levels = [(1, args.quiet_passes, 1)] + [
-        (n, args.passes, args.concurrency) for n in args.webhooks
-    ]
     with receiver() as (base, collector):
-        for webhooks, passes, conc in levels:
-            result = await run_level(stack, base, collector, webhooks, passes, conc)
+        raw = 0.0
+        for level in levels:
+            if raw == 0.0 and collector.sample is not None:
+                raw = await raw_posts_per_second(base, collector)
+                print(f"raw POSTs/s (httpx2, {RAW_CONCURRENCY} at a time): {raw:.1f}")
+            result = await run_level(stack, base, collector, level, raw or 1.0)
             print(
-                f"{webhooks} webhook(s), {passes} passes at concurrency {conc}: "
-                f"{result.deliveries_per_second} deliveries/s, p50 {result.latency_p50_ms} ms"
+                f"{level.webhooks} webhook(s) ({level.slow} slow), {level.passes} passes at "
+                f"concurrency {level.concurrency}: {result.deliveries_per_second} deliveries/s, "
+                f"p50 {result.latency_p50_ms} ms, p99 {result.latency_p99_ms} ms"
             )
             results.append(result)
-    return results
+        # Again at the end, on the machine as loaded as it is now: the mean of the two.
+        raw = (raw + await raw_posts_per_second(base, collector)) / 2
+    print(f"raw POSTs/s, mean of the two measurements: {raw:.1f}")
+    for result in results:
+        result.ratio_to_raw_posts = round(result.deliveries_per_second / raw, 3)
+    return results, raw
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -203,6 +272,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--webhooks", type=parse_levels, default=[1, 10])
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--quiet-passes", type=int, default=30)
+    parser.add_argument(
+        "--no-slow", dest="slow", action="store_false", help="skip the slow-endpoint level"
+    )
     return parser.parse_args(argv)
 
 
@@ -212,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="bench-webhooks-") as work,
         running_stack(Path(work)) as stack,
     ):
-        levels = asyncio.run(drive(stack, args))
+        levels, raw = asyncio.run(drive(stack, args))
     print(table(levels))
     path = write_results(
         "webhooks",
@@ -220,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "benchmark": "webhooks",
             "passes_per_level": args.passes,
             "issue_concurrency": args.concurrency,
+            "raw_posts_per_second": round(raw, 1),
             "store": "secantusd-py (the embedded MongoDB-wire store of tessera up)",
             "levels": [asdict(level) for level in levels],
             "machine": machine_facts(),

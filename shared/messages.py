@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from shared.models import (
     AppleStyle,
+    DeliveryRecord,
     DownloadLinkRecord,
     JobRecord,
     Mode,
@@ -268,7 +269,8 @@ WebhookEventType = Literal[
 
 
 class WebhookCreated(WebhookView):
-    """A created webhook with its signing secret: the only answer that carries it."""
+    """A webhook with its signing secret: what a create or a rotation answers, the only answers
+    that carry it."""
 
     secret: str
 
@@ -289,6 +291,11 @@ class CreateWebhook(_WebhooksCommand[WebhookCreated]):
     events: list[WebhookEventType]
     description: str | None = None
     enabled: bool = True
+    max_deliveries_per_second: int | None = None
+
+
+# The webhook fields a PATCH may set to null.
+NullableWebhookField = Literal["description", "max_deliveries_per_second"]
 
 
 class UpdateWebhook(_WebhooksCommand[WebhookView]):
@@ -299,6 +306,10 @@ class UpdateWebhook(_WebhooksCommand[WebhookView]):
     events: list[WebhookEventType] | None = None
     description: str | None = None
     enabled: bool | None = None
+    max_deliveries_per_second: int | None = None
+    # The fields above that the client set to null (cleared); None elsewhere means "not sent".
+    # Said apart because a command crosses NATS with every field, so which were set is lost.
+    nulls: list[NullableWebhookField] = Field(default_factory=list)
 
 
 class DeleteWebhook(_WebhooksCommand[Deleted]):
@@ -307,8 +318,57 @@ class DeleteWebhook(_WebhooksCommand[Deleted]):
     webhook_id: str
 
 
+class ResendDelivery(_WebhooksCommand[DeliveryRecord]):
+    """One more attempt of a delivery now, whatever its status (docs/webhooks.md)."""
+
+    result_type: ClassVar[type[BaseModel]] = DeliveryRecord
+    type: Literal["resend_delivery"] = "resend_delivery"
+    webhook_id: str
+    delivery_id: str
+
+
+class WebhookRecovery(_Message):
+    """What a recover re-queued: the webhook's failed and dead deliveries created in
+    [since, until)."""
+
+    webhook_id: str
+    since: datetime
+    until: datetime  # the end used: the time of the recover when the client sent none
+    requeued: int
+    created_at: datetime
+
+
+class RecoverDeliveries(_WebhooksCommand[WebhookRecovery]):
+    result_type: ClassVar[type[BaseModel]] = WebhookRecovery
+    type: Literal["recover_deliveries"] = "recover_deliveries"
+    webhook_id: str
+    since: datetime
+    until: datetime | None = None  # None: up to now
+
+
+# How long a rotated-out secret keeps signing (docs/webhooks.md#secret-rotation).
+DEFAULT_GRACE_SECONDS = 86_400
+MAX_GRACE_SECONDS = 604_800
+
+
+class RotateWebhookSecret(_WebhooksCommand[WebhookCreated]):
+    """A new signing secret; the current one keeps signing for the grace period
+    (services/webhooks/rotation.py). Answers the webhook with the new secret."""
+
+    result_type: ClassVar[type[BaseModel]] = WebhookCreated
+    type: Literal["rotate_webhook_secret"] = "rotate_webhook_secret"
+    webhook_id: str
+    grace_period_seconds: int
+
+
 WebhooksCommand = Annotated[
-    CreateWebhook | UpdateWebhook | DeleteWebhook, Field(discriminator="type")
+    CreateWebhook
+    | UpdateWebhook
+    | DeleteWebhook
+    | ResendDelivery
+    | RecoverDeliveries
+    | RotateWebhookSecret,
+    Field(discriminator="type"),
 ]
 webhooks_command_adapter: TypeAdapter[WebhooksCommand] = TypeAdapter(WebhooksCommand)
 

@@ -90,6 +90,17 @@ OUTBOX_DEAD_LETTERS = Gauge(
     ["owner"],
 )
 
+WEBHOOKS_FAILING = Gauge(
+    "tessera_webhooks_failing",
+    "Enabled webhooks whose every attempt has failed since some time (failing_since set), "
+    "read at scrape time; -1 when the store does not answer.",
+)
+WEBHOOKS_AUTO_DISABLED = Gauge(
+    "tessera_webhooks_auto_disabled",
+    "Webhooks Tessera disabled because every attempt failed for TESSERA_WEBHOOKS_DISABLE_AFTER "
+    "(disabled_reason failing), read at scrape time; -1 when the store does not answer.",
+)
+
 Refresh = Callable[[], Awaitable[None]]
 
 
@@ -166,16 +177,18 @@ def consumer_pending(broker: NatsBroker, consumer: str) -> Refresh:
 def outbox_pending(owner: str, read: Callable[[], Awaitable[int]]) -> Refresh:
     """A refresh that sets the outbox gauge of `owner` from `read` (its count); when the store
     does not answer the gauge reads -1, which no real count is, so an alert can tell."""
-    return _count_gauge(OUTBOX_PENDING.labels(owner), read, f"{owner} outbox size")
+    return count_gauge(OUTBOX_PENDING.labels(owner), read, f"{owner} outbox size")
 
 
 def outbox_dead_letters(owner: str, read: Callable[[], Awaitable[int]]) -> Refresh:
     """A refresh that sets the dead-letter gauge of `owner` from `read`; -1 when the store does
     not answer."""
-    return _count_gauge(OUTBOX_DEAD_LETTERS.labels(owner), read, f"{owner} outbox dead letters")
+    return count_gauge(OUTBOX_DEAD_LETTERS.labels(owner), read, f"{owner} outbox dead letters")
 
 
-def _count_gauge(gauge: Gauge, read: Callable[[], Awaitable[int]], what: str) -> Refresh:
+def count_gauge(gauge: Gauge, read: Callable[[], Awaitable[int]], what: str) -> Refresh:
+    """A refresh that sets `gauge` from `read` (a count); -1 when the store does not answer."""
+
     async def update() -> None:
         try:
             gauge.set(await read())

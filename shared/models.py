@@ -115,8 +115,21 @@ class DownloadLinkRecord(_Record):
     expires_at: datetime
 
 
+class PreviousSecret(BaseModel):
+    """A signing secret replaced by a rotation, still signing until `expires_at` (its grace
+    period, docs/webhooks.md#secret-rotation); encrypted like the current one."""
+
+    secret_encrypted: str
+    expires_at: datetime
+
+
+# Why a webhook is disabled: "failing" when Tessera disabled it after every attempt failed for
+# TESSERA_WEBHOOKS_DISABLE_AFTER (docs/webhooks.md#auto-disable); None when the account did.
+DisabledReason = Literal["failing"]
+
+
 class WebhookRecord(_Record):
-    """A subscription. The signing secret is stored encrypted (Fernet), never in clear."""
+    """A subscription. The signing secrets are stored encrypted (Fernet), never in clear."""
 
     url: str
     events: list[str]
@@ -124,9 +137,21 @@ class WebhookRecord(_Record):
     enabled: bool = True
     secret_encrypted: str
     updated_at: datetime
+    # Rotated-out secrets in their grace period, newest first.
+    previous_secrets: list[PreviousSecret] = []
+    disabled_reason: DisabledReason | None = None
+    disabled_at: datetime | None = None
+    # Since when every attempt failed (None after any success), and how many failed in a row.
+    failing_since: datetime | None = None
+    consecutive_failures: int = 0
+    # None: unlimited. Deliveries beyond it wait their turn, not counted as attempts.
+    max_deliveries_per_second: int | None = None
+    # A 429/503 with Retry-After: nothing is sent to the endpoint before this time.
+    paused_until: datetime | None = None
 
 
 DeliveryStatus = Literal["pending", "delivered", "failed", "dead"]
+DeliveryTrigger = Literal["scheduled", "manual"]
 
 
 class DeliveryRecord(_Record):
@@ -145,6 +170,18 @@ class DeliveryRecord(_Record):
     # A claim on the next attempt: replicas skip a delivery while its lease runs.
     lease_until: datetime | None = None
     lease_owner: str | None = None
+    # What made the last attempt: the retry schedule, or a resend or recover ("manual").
+    trigger: DeliveryTrigger | None = None
+    # A resend or recover asked for an attempt at this time, whatever the status; cleared by
+    # that attempt. A manual attempt that fails leaves a delivered or dead delivery as it was
+    # and a pending or failed one on its schedule (docs/webhooks.md#resend-and-recover).
+    manual_at: datetime | None = None
+
+    def to_document(self) -> dict[str, Any]:
+        document = super().to_document()
+        if document["manual_at"] is None:  # absent: its sparse index holds only the asked
+            del document["manual_at"]
+        return document
 
 
 # Jobs (docs/architecture.md#jobs): long work the issuer splits into chunks that any replica

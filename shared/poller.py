@@ -170,8 +170,15 @@ class Poller(Generic[T]):
         poll_seconds: float,
         limits: Mapping[str, KeyLimit[T]] | None = None,
         owner: str | None = None,
+        refill_only_when_left_behind: bool = False,
     ):
+        """`refill_only_when_left_behind`: a finished item wakes the loop only when the last
+        claim left work behind (items refused by a limit, or a full batch), not after every
+        item: for a poller fed mostly by `claim_inline`, whose listing query costs more than
+        what waiting for the next poll, retry timer or producer's wake costs."""
         self._name = name
+        self._refill_lazily = refill_only_when_left_behind
+        self._left_behind = True
         self._claim = claim
         self._work = work
         self._poll = poll_seconds
@@ -215,6 +222,20 @@ class Poller(Generic[T]):
         self._offers.add(task)
         task.add_done_callback(self._offers.discard)
 
+    async def claim_inline(self, claim: Claim[T]) -> None:
+        """Run one claim in the caller's task and within the same limits, its errors the
+        caller's: a producer that stores new items leases those that fit as it stores them
+        (no listing query, no second write). Once stopping, nothing fits: the claim stores
+        its items unleased, for the loop of this or another replica. The loop is woken for
+        items that did not fit."""
+        if self._loop_task is None:  # not started: nothing may be leased yet
+            await claim(Batch(_Slots(0, {}), f"{self._owner}/{next(self._claims)}"))
+            return
+        batch, _ = await self._claim_batch(claim)
+        if batch.refused:
+            self._left_behind = True
+            self.wake()
+
     def start(self) -> None:
         """Run the loop: a first claim at once, then on every wake and poll."""
         assert self._loop_task is None, "the poller runs already"
@@ -257,7 +278,9 @@ class Poller(Generic[T]):
         while not self._slots.closed and self._slots.held < self._slots.total:
             batch, won = await self._claim_batch(self._claim)
             if won == 0 or (won < batch.size and batch.refused == 0):
+                self._left_behind = False
                 return
+        self._left_behind = True
 
     async def _claim_offered(self, claim: Claim[T]) -> None:
         if self._slots.held >= self._slots.total:
@@ -270,6 +293,7 @@ class Poller(Generic[T]):
             self.wake()
             return
         if batch.refused:
+            self._left_behind = True
             self.wake()
 
     async def _claim_batch(self, claim: Claim[T]) -> tuple[Batch[T], int]:
@@ -295,11 +319,15 @@ class Poller(Generic[T]):
 
     def _free_keys(self, keys: Keys) -> None:
         self._slots.give_keys(keys)
-        self.wake()
+        self._refill()
 
     def _finished(self, lease: Lease, task: asyncio.Task[None]) -> None:
         # The slots are free only once the task is out of the set: wake the loop after.
         self._in_flight.discard(task)
         self._slots.held -= 1
         lease.free_keys()
-        self.wake()
+        self._refill()
+
+    def _refill(self) -> None:
+        if self._left_behind or not self._refill_lazily:
+            self.wake()

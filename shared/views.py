@@ -9,7 +9,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.models import Mode
+from shared.models import DisabledReason, Mode
 
 
 class _View(BaseModel):
@@ -44,6 +44,11 @@ class WebhookView(_View):
     enabled: bool = True
     created_at: datetime
     updated_at: datetime
+    disabled_reason: DisabledReason | None = None
+    disabled_at: datetime | None = None
+    failing_since: datetime | None = None
+    consecutive_failures: int = 0
+    max_deliveries_per_second: int | None = None
 
 
 class DeviceLogView(_View):

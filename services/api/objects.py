@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from services.api.scan_objects import RedemptionObject
 from shared.clock import iso
-from shared.messages import WebhookCreated
+from shared.messages import WebhookCreated, WebhookRecovery
 from shared.models import (
     DeliveryRecord,
     DownloadLinkRecord,
@@ -178,6 +178,13 @@ class WebhookObject(BaseModel):
     events: list[str]
     description: str | None
     enabled: bool
+    # "failing" when Tessera disabled it (docs/webhooks.md#auto-disable), and when; null else.
+    disabled_reason: Literal["failing"] | None
+    disabled_at: str | None
+    # Since when every attempt has failed, and how many in a row; null and 0 after a success.
+    failing_since: str | None
+    consecutive_failures: int
+    max_deliveries_per_second: int | None
     created_at: str
 
     @classmethod
@@ -188,6 +195,11 @@ class WebhookObject(BaseModel):
             events=view.events,
             description=view.description,
             enabled=view.enabled,
+            disabled_reason=view.disabled_reason,
+            disabled_at=_iso_or_none(view.disabled_at),
+            failing_since=_iso_or_none(view.failing_since),
+            consecutive_failures=view.consecutive_failures,
+            max_deliveries_per_second=view.max_deliveries_per_second,
             created_at=iso(view.created_at),
         )
 
@@ -211,6 +223,8 @@ class DeliveryObject(BaseModel):
     next_attempt_at: str | None
     response_status: int | None
     response_body: str | None
+    # What made the last attempt: the retry schedule or a resend/recover; null before any.
+    trigger: Literal["scheduled", "manual"] | None
     created_at: str
 
     @classmethod
@@ -225,7 +239,29 @@ class DeliveryObject(BaseModel):
             next_attempt_at=_iso_or_none(record.next_attempt_at),
             response_status=record.response_status,
             response_body=record.response_body,
+            trigger=record.trigger,
             created_at=iso(record.created_at),
+        )
+
+
+class RecoveryObject(BaseModel):
+    """What POST /v1/webhooks/{id}/recover re-queued (docs/webhooks.md#resend-and-recover)."""
+
+    object: Literal["webhook_recovery"] = "webhook_recovery"
+    webhook_id: str
+    since: str
+    until: str
+    requeued: int
+    created_at: str
+
+    @classmethod
+    def of(cls, recovery: WebhookRecovery) -> "RecoveryObject":
+        return cls(
+            webhook_id=recovery.webhook_id,
+            since=iso(recovery.since),
+            until=iso(recovery.until),
+            requeued=recovery.requeued,
+            created_at=iso(recovery.created_at),
         )
 
 

@@ -16,7 +16,7 @@ from pydantic import (
 from services.api.bodies import storable_problem
 from shared.design import Design
 from shared.errors import InvalidRequest
-from shared.messages import WebhookEventType
+from shared.messages import DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, WebhookEventType
 from shared.models import AppleStyle, Mode, TemplateType
 from shared.pass_limits import (
     MAX_HOLDER_NAME_CHARS,
@@ -132,11 +132,17 @@ def _webhook_url(value: str | None) -> str | None:
     return value
 
 
+# A per-webhook throttle (docs/webhooks.md); null: unlimited.
+MaxDeliveriesPerSecond = StrictInt | None
+THROTTLE = Field(None, ge=1, le=10_000, description="1 to 10000 deliveries a second, or null.")
+
+
 class WebhookCreate(_Body):
     url: str = Field(min_length=1, max_length=2048)
     events: list[WebhookEventType] = Field(min_length=1, max_length=20)
     description: str | None = Field(None, max_length=500)
     enabled: StrictBool = True
+    max_deliveries_per_second: MaxDeliveriesPerSecond = THROTTLE
 
     _events = field_validator("events", mode="before")(_webhook_events)
     _url = field_validator("url")(_webhook_url)
@@ -147,9 +153,19 @@ class WebhookUpdate(_Body):
     events: list[WebhookEventType] | None = Field(None, min_length=1, max_length=20)
     description: str | None = Field(None, max_length=500)
     enabled: StrictBool | None = None
+    max_deliveries_per_second: MaxDeliveriesPerSecond = THROTTLE
 
     _events = field_validator("events", mode="before")(_webhook_events)
     _url = field_validator("url")(_webhook_url)
+
+
+class WebhookSecretRotate(_Body):
+    grace_period_seconds: StrictInt = Field(
+        DEFAULT_GRACE_SECONDS,
+        ge=0,
+        le=MAX_GRACE_SECONDS,
+        description="How long the replaced secret keeps signing, 0 to 604800 (0: stop at once).",
+    )
 
 
 class AccountCreate(_Body):

@@ -3,23 +3,35 @@ and the delivery scheduler."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 from fastapi import FastAPI
 
 from services.webhooks import commands, handlers
 from services.webhooks.config import WebhooksSettings
 from services.webhooks.delivery import Deliverer
+from services.webhooks.endpoint_health import EndpointHealth
+from services.webhooks.operations import DeliveryOperations
+from services.webhooks.outcomes import OutcomeWriter
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.resolver import resolver
+from services.webhooks.rotation import SecretSweeper
 from services.webhooks.scheduler import Scheduler
 from services.webhooks.secretbox import SecretBox
 from services.webhooks.sender import Sender
 from services.webhooks.service import WebhookService
+from services.webhooks.throttle import Throttle
 from shared.clock import Clock, SystemClock
 from shared.connections import open_connections, running
 from shared.health import health_router
 from shared.messages import WEBHOOKS_CONSUMER
-from shared.metrics import consumer_pending, instrument
+from shared.metrics import (
+    WEBHOOKS_AUTO_DISABLED,
+    WEBHOOKS_FAILING,
+    consumer_pending,
+    count_gauge,
+    instrument,
+)
 
 
 def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -29,6 +41,18 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
     repo = WebhookRepository(conn.db)
     box = SecretBox(settings.secret_key.get_secret_value())
     resolve = resolver(settings.resolver_hosts_file)
+    scheduler = Scheduler(
+        repo,
+        clock,
+        lease_seconds=settings.lease_seconds,
+        timeout_seconds=settings.timeout_seconds,
+        max_concurrent=settings.max_concurrent_deliveries,
+        max_per_endpoint=settings.max_concurrent_per_endpoint,
+        max_per_account=settings.max_concurrent_per_account,
+        poll_seconds=settings.scheduler_poll_seconds,
+    )
+    # Resend and recover ask for attempts in the store, then wake this replica's scheduler.
+    operations = DeliveryOperations(conn.db, clock, wake=scheduler.kick)
     service = WebhookService(
         repo,
         box,
@@ -36,32 +60,34 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         allow_private=settings.allow_private_networks,
         max_per_account=settings.max_per_account,
         resolver=resolve,
+        operations=operations,
     )
     commands.register(conn.broker, service)
-    scheduler = Scheduler(
-        repo,
-        clock,
-        lease_seconds=settings.lease_seconds,
-        max_concurrent=settings.max_concurrent_deliveries,
-        max_per_endpoint=settings.max_concurrent_per_endpoint,
-        max_per_account=settings.max_concurrent_per_account,
-        poll_seconds=settings.scheduler_poll_seconds,
-    )
-    fan_out = handlers.register(
-        conn.broker, repo, clock, settings.retry_schedule_seconds, scheduler.offer
-    )
+    delays = settings.retry_schedule_seconds
+    fan_out = handlers.register(conn.broker, repo, clock, delays, scheduler)
+    health = EndpointHealth(repo, timedelta(seconds=settings.disable_after))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
+        await operations.ensure_indexes()
         sender = Sender(
             timeout_seconds=settings.timeout_seconds,
             allow_private=settings.allow_private_networks,
             max_connections=settings.max_concurrent_deliveries,
             resolver=resolve,
         )
-        deliverer = Deliverer(repo, box, sender, clock, settings.retry_schedule_seconds)
-        async with running(conn, fan_out):
+        outcomes = OutcomeWriter(repo, health, clock.now)
+        deliverer = Deliverer(
+            repo,
+            box,
+            sender,
+            clock,
+            settings.retry_schedule_seconds,
+            outcomes,
+            Throttle(repo),
+        )
+        async with running(conn, fan_out, SecretSweeper(conn.db, clock)):
             scheduler.start(deliverer.attempt)
             try:
                 yield
@@ -75,6 +101,10 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         app,
         "webhooks",
         settings,
-        refresh=[consumer_pending(conn.broker, WEBHOOKS_CONSUMER)],
+        refresh=[
+            consumer_pending(conn.broker, WEBHOOKS_CONSUMER),
+            count_gauge(WEBHOOKS_FAILING, repo.count_failing, "failing webhooks"),
+            count_gauge(WEBHOOKS_AUTO_DISABLED, repo.count_auto_disabled, "disabled webhooks"),
+        ],
     )
     return app

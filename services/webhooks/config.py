@@ -51,6 +51,8 @@ class WebhooksSettings(ServiceSettings):
     max_concurrent_per_endpoint: int = Field(4, gt=0)
     max_concurrent_per_account: int = Field(16, gt=0)
     scheduler_poll_seconds: float = Field(1.0, gt=0)
+    # A webhook whose every attempt failed for this long is disabled (docs/webhooks.md).
+    disable_after: float = Field(5 * 86400.0, gt=0)
 
     @field_validator("retry_schedule_seconds", mode="before")
     @classmethod

@@ -3,33 +3,39 @@
 Fan-out: for each enabled webhook of the event's account and mode subscribed to the event's
 webhook type or to "*", one `pending` delivery whose body is fixed now. The consumer hands over
 a batch of events: the webhooks of each account and mode in it are read with one query, and
-every delivery of the batch is stored with one unordered insert. The unique
+every delivery of the batch is stored with one unordered insert (services/webhooks/scheduler.py
+`store_new`, which leases those it can attempt at once as it stores them). The unique
 (webhook_id, event_id) index makes a redelivered event create nothing new. Whether a webhook is
 enabled and what it subscribes to is read when the webhooks service processes the event
-(normally milliseconds after it happened; nothing is cached): a webhook disabled then gets
-nothing for the event, even once it is enabled again. A delivery already made keeps its
-schedule when its webhook is disabled later; deleting the webhook deletes its deliveries, which
-ends their retries.
+(normally milliseconds after it happened; nothing is cached): a webhook the account disabled
+then gets nothing for the event, even once it is enabled again; one Tessera disabled for
+failing gets a `dead` delivery, which `recover` can send later. Nothing is sent to a disabled
+webhook: a delivery of it that comes due becomes `dead` without an attempt. Deleting the
+webhook deletes its deliveries, which ends their retries.
 """
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from services.webhooks import payload
+from services.webhooks.endpoint_health import AttemptResult
 from services.webhooks.mapping import webhook_type
+from services.webhooks.outcomes import OutcomeWriter
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState, after_attempt, first_attempt_at
+from services.webhooks.rotation import live_secrets
 from services.webhooks.secretbox import SecretBox
 from services.webhooks.sender import Outcome, Sender
 from services.webhooks.signing import signature_headers
+from services.webhooks.throttle import Throttle
 from shared.clock import Clock
 from shared.ids import new_id
 from shared.logs import account_id_var
 from shared.messages import PassEventMessage
 from shared.metrics import WEBHOOK_DELIVERIES
-from shared.models import DeliveryRecord, WebhookRecord
+from shared.models import DeliveryRecord, DeliveryStatus, WebhookRecord
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +52,17 @@ async def fan_out_batch(
 ) -> list[DeliveryRecord]:
     """The deliveries these events created (none for redelivered ones): one query per account
     and mode of the batch, one insert for all."""
+    planned, _ = await plan_deliveries(repo, clock, delays, events)
+    return await repo.insert_deliveries(planned)
+
+
+async def plan_deliveries(
+    repo: WebhookRepository, clock: Clock, delays: list[float], events: list[PassEventMessage]
+) -> tuple[list[DeliveryRecord], dict[str, WebhookRecord]]:
+    """The deliveries these events make, not stored yet, and the webhooks they go to: one
+    query per account and mode of the batch. A webhook disabled because it kept failing gets
+    its deliveries too, made `dead` at once, so that `recover` sends them once it is enabled
+    again (docs/webhooks.md#auto-disable)."""
     typed = [(event, kind) for event in events if (kind := _kind(event)) is not None]
     scopes: dict[tuple[str, str], set[str]] = {}
     for event, kind in typed:
@@ -55,12 +72,13 @@ async def fan_out_batch(
         hooks[(account_id, mode)] = await repo.subscribed_to_any(account_id, mode, kinds)
     now = clock.now()
     records = [
-        _delivery(event, kind, hook.id, now, delays)
+        _delivery(event, kind, hook, now, delays)
         for event, kind in typed
         for hook in hooks[(event.account_id, event.mode)]
         if kind in hook.events or "*" in hook.events
     ]
-    return await repo.insert_deliveries(records)
+    by_id = {hook.id: hook for scoped in hooks.values() for hook in scoped}
+    return records, by_id
 
 
 def _kind(event: PassEventMessage) -> str | None:
@@ -68,25 +86,36 @@ def _kind(event: PassEventMessage) -> str | None:
 
 
 def _delivery(
-    event: PassEventMessage, kind: str, webhook_id: str, now: datetime, delays: list[float]
+    event: PassEventMessage, kind: str, hook: WebhookRecord, now: datetime, delays: list[float]
 ) -> DeliveryRecord:
+    missed = not hook.enabled  # disabled for failing: recorded, not sent
     return DeliveryRecord.model_validate(
         {
             "_id": new_id("webhook_delivery"),
             "account_id": event.account_id,
             "mode": event.mode,
             "created_at": now,
-            "webhook_id": webhook_id,
+            "webhook_id": hook.id,
             "event_id": event.id,
             "event_type": kind,
             "payload": payload.body(event, kind),
-            "next_attempt_at": first_attempt_at(now, delays),
+            "status": "dead" if missed else "pending",
+            "next_attempt_at": None if missed else first_attempt_at(now, delays),
         }
     )
 
 
 class Deliverer:
-    """One attempt of a claimed delivery: sign afresh, send, record the outcome."""
+    """One attempt of a claimed delivery: sign afresh, send, hand the outcome to the writer.
+
+    Before sending: nothing is sent to a deleted webhook (its deliveries went with it), nor to
+    a disabled one (the delivery becomes `dead` without an attempt, so that `recover` can send
+    it once the webhook is enabled again); a webhook paused by a Retry-After or at its
+    `max_deliveries_per_second` postpones the delivery to when it may send, not counted as an
+    attempt. A manual attempt (resend, recover: `manual_at` set) is recorded with
+    `trigger: "manual"`; if it fails, a delivered or dead delivery stays so, and a pending or
+    failed one goes on with its schedule.
+    """
 
     def __init__(
         self,
@@ -95,55 +124,108 @@ class Deliverer:
         sender: Sender,
         clock: Clock,
         delays: list[float],
+        outcomes: OutcomeWriter,
+        throttle: Throttle,
     ):
         self._repo = repo
         self._box = box
         self._sender = sender
         self._clock = clock
         self._delays = delays
+        self._outcomes = outcomes
+        self._throttle = throttle
 
     async def attempt(
-        self, delivery: DeliveryRecord, token: str, sent: Callable[[], None]
+        self,
+        delivery: DeliveryRecord,
+        hook: WebhookRecord | None,
+        token: str,
+        sent: Callable[[], None],
     ) -> NextState | None:
         """The delivery's state after this attempt; None when there was nothing to attempt
         (the webhook was deleted) or the outcome could not be recorded (the lease was lost)."""
         account_id_var.set(delivery.account_id)  # each attempt runs in its own task
-        hook = await self._repo.by_id(delivery.webhook_id)
         if hook is None:
             return None
-        started = self._clock.now()
-        outcome = await self._send(delivery, hook.url, hook.secret_encrypted, started.timestamp())
+        now = self._clock.now()
+        manual = delivery.manual_at is not None
+        if not hook.enabled:
+            sent()
+            return await self._not_sent(delivery, token, manual)
+        wait_until = _paused_until(hook, now) or await self._throttle.take(hook, now)
+        if wait_until is not None:
+            sent()
+            await self._repo.postpone(delivery.id, token, wait_until, manual=manual)
+            return NextState(delivery.status, wait_until, held_back=True)
+        outcome = await self._send(delivery, hook, now)
         sent()
         attempts = delivery.attempts + 1
-        state = after_attempt(attempts, self._delays, started, outcome.ok)
+        state = self._state_after(delivery, manual, attempts, now, outcome.ok)
         changes: dict[str, Any] = {
             "status": state.status,
             "attempts": attempts,
-            "last_attempt_at": started,
+            "last_attempt_at": now,
             "next_attempt_at": state.next_attempt_at,
             "response_status": outcome.response_status,
             "response_body": outcome.response_body,
+            "trigger": "manual" if manual else "scheduled",
         }
-        recorded = await self._repo.record_attempt(delivery.id, token, changes)
+        result = AttemptResult(hook.id, outcome.ok, now, self._pause(outcome, state, now))
+        recorded = await self._outcomes.record(
+            delivery.id, token, changes, result, delivery.manual_at
+        )
         if recorded:
             WEBHOOK_DELIVERIES.labels(state.status).inc()
         log.info(
-            "delivery %s to %s attempt %d: %s (%s)",
+            "delivery %s to %s attempt %d (%s): %s (%s)",
             delivery.id,
             delivery.webhook_id,
             attempts,
+            changes["trigger"],
             state.status,
             outcome.response_status or "no response",
         )
         return state if recorded else None
 
-    async def _send(self, delivery: DeliveryRecord, url: str, sealed: str, at: float) -> Outcome:
+    def _state_after(
+        self, delivery: DeliveryRecord, manual: bool, attempts: int, at: datetime, ok: bool
+    ) -> NextState:
+        if manual and not ok and delivery.status in ("delivered", "dead"):
+            return NextState(delivery.status, None)
+        return after_attempt(attempts, self._delays, at, ok)
+
+    def _pause(self, outcome: Outcome, state: NextState, now: datetime) -> datetime | None:
+        """Until when a Retry-After holds the endpoint back: the header's wait, at most until
+        this delivery's next scheduled attempt (the schedule's longest wait if it has none)."""
+        if outcome.retry_after is None:
+            return None
+        longest = now + timedelta(seconds=max(self._delays))
+        return min(now + timedelta(seconds=outcome.retry_after), state.next_attempt_at or longest)
+
+    async def _not_sent(
+        self, delivery: DeliveryRecord, token: str, manual: bool
+    ) -> NextState | None:
+        """The webhook is disabled: nothing is sent; a due delivery becomes dead, without an
+        attempt (a manual attempt asked of a delivered one leaves it delivered)."""
+        status: DeliveryStatus = "delivered" if delivery.status == "delivered" else "dead"
+        changes: dict[str, Any] = {"status": status, "next_attempt_at": None}
+        recorded = await self._outcomes.record(
+            delivery.id, token, changes, manual_at=delivery.manual_at
+        )
+        log.info("delivery %s not sent: webhook %s is disabled", delivery.id, delivery.webhook_id)
+        return NextState(status, None) if recorded else None
+
+    async def _send(self, delivery: DeliveryRecord, hook: WebhookRecord, at: datetime) -> Outcome:
         try:
-            secret = self._box.open(sealed)
+            secrets = live_secrets(hook, self._box, at)
         except ValueError:
             log.error("webhook %s: its secret cannot be decrypted", delivery.webhook_id)
             return Outcome(False, None, "not sent: the signing secret cannot be decrypted")
         headers = signature_headers(
-            secret, delivery.id, delivery.event_type, int(at), delivery.payload
+            secrets, delivery.id, delivery.event_type, int(at.timestamp()), delivery.payload
         )
-        return await self._sender.send(url, delivery.payload, headers)
+        return await self._sender.send(hook.url, delivery.payload, headers)
+
+
+def _paused_until(hook: WebhookRecord, now: datetime) -> datetime | None:
+    return hook.paused_until if hook.paused_until is not None and hook.paused_until > now else None

@@ -1,14 +1,13 @@
 """What other services may read of the webhooks service's data: the only module of it they
 import. Answers read models from shared/; a webhook's secret, even encrypted, never leaves."""
 
-from pymongo import DESCENDING
-
 from shared.models import DeliveryRecord
 from shared.mongo import Database
 from shared.pagination import Page, PageRequest, fetch_page
 from shared.views import WebhookView
 
-# Spec 2.7 / 4.1: a webhook's delivery history lists its last 100 attempts.
+# Spec 2.7 / 4.1: a webhook's delivery history lists its last 100 attempts (the default and
+# the largest page).
 DELIVERIES_LISTED = 100
 
 
@@ -27,10 +26,18 @@ class WebhookReads:
         query = {"account_id": account_id, "mode": mode}
         return await fetch_page(self._webhooks, query, page, WebhookView.model_validate)
 
-    async def recent_deliveries(self, webhook_id: str) -> list[DeliveryRecord]:
-        cursor = (
-            self._deliveries.find({"webhook_id": webhook_id})
-            .sort("_id", DESCENDING)
-            .limit(DELIVERIES_LISTED)
-        )
-        return [DeliveryRecord.model_validate(doc) async for doc in cursor]
+    async def deliveries_page(
+        self,
+        webhook_id: str,
+        page: PageRequest,
+        status: str | None = None,
+        event_type: str | None = None,
+    ) -> Page[DeliveryRecord]:
+        """A page of the webhook's deliveries, newest first, optionally of one status and one
+        event type (the status filter pages on an index of DeliveryOperations)."""
+        query: dict[str, str] = {"webhook_id": webhook_id}
+        if status is not None:
+            query["status"] = status
+        if event_type is not None:
+            query["event_type"] = event_type
+        return await fetch_page(self._deliveries, query, page, DeliveryRecord.model_validate)

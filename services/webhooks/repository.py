@@ -5,7 +5,7 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from shared.models import DeliveryRecord, WebhookRecord
@@ -44,6 +44,7 @@ class WebhookRepository:
         )
         await self.deliveries.create_index([("webhook_id", ASCENDING), ("_id", DESCENDING)])
         await self.deliveries.create_index([("status", ASCENDING), ("next_attempt_at", ASCENDING)])
+        await self.deliveries.create_index("manual_at", sparse=True)
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
 
     # -- subscriptions -------------------------------------------------------------------------
@@ -94,41 +95,39 @@ class WebhookRepository:
         doc = await self.webhooks.find_one({"_id": webhook_id})
         return None if doc is None else WebhookRecord.model_validate(doc)
 
-    async def replace(self, record: WebhookRecord) -> None:
-        """Store the record's fields; the webhook keeps its slot and create command id."""
-        fields = {key: value for key, value in record.to_document().items() if key != "_id"}
-        await self.webhooks.update_one({"_id": record.id}, {"$set": fields})
+    async def update_fields(self, webhook_id: str, changes: dict[str, Any]) -> None:
+        """Set these fields of the webhook, and only these."""
+        await self.webhooks.update_one({"_id": webhook_id}, {"$set": changes})
 
     async def delete(self, webhook_id: str) -> None:
         """Hard delete: the webhook, then its history (which also ends its pending retries)."""
         await self.webhooks.delete_one({"_id": webhook_id})
         await self.deliveries.delete_many({"webhook_id": webhook_id})
 
-    async def subscribed(self, account_id: str, mode: str, event_type: str) -> list[WebhookRecord]:
-        """Enabled webhooks of the account and mode that want `event_type` (or "*")."""
-        cursor = self.webhooks.find(
-            {
-                "account_id": account_id,
-                "mode": mode,
-                "enabled": True,
-                "events": {"$in": [event_type, "*"]},
-            }
-        )
-        return [WebhookRecord.model_validate(doc) async for doc in cursor]
-
     async def subscribed_to_any(
         self, account_id: str, mode: str, event_types: Collection[str]
     ) -> list[WebhookRecord]:
-        """Enabled webhooks of the account and mode that want any of `event_types` (or "*")."""
+        """Webhooks of the account and mode that want any of `event_types` (or "*"): the
+        enabled ones, and those disabled for failing (their deliveries are recorded, unsent)."""
         cursor = self.webhooks.find(
             {
                 "account_id": account_id,
                 "mode": mode,
-                "enabled": True,
+                "$or": [{"enabled": True}, {"disabled_reason": "failing"}],
                 "events": {"$in": [*sorted(event_types), "*"]},
             }
         )
         return [WebhookRecord.model_validate(doc) async for doc in cursor]
+
+    async def count_failing(self) -> int:
+        """Enabled webhooks whose attempts have all failed since some time (a gauge)."""
+        return await self.webhooks.count_documents(
+            {"enabled": True, "failing_since": {"$ne": None}}
+        )
+
+    async def count_auto_disabled(self) -> int:
+        """Webhooks Tessera disabled for failing (a gauge)."""
+        return await self.webhooks.count_documents({"disabled_reason": "failing"})
 
     # -- processed commands (a retried command answers its first result) ----------------------
 
@@ -178,40 +177,130 @@ class WebhookRepository:
     ) -> list[DeliveryRecord]:
         """Up to `limit` deliveries due now, the earliest first; nothing is claimed yet.
 
-        Due: pending or failed, next attempt time reached, no live lease (an expired lease is
-        a dead replica's, so it is taken over). `skip_webhooks` and `skip_accounts` are those
+        Due: pending or failed with the next attempt time reached, or a manual attempt asked
+        for (those first); and no live lease (an expired lease is a dead replica's, so it is
+        taken over). `skip_webhooks` and `skip_accounts` are those
         the caller already sends for at its per-endpoint and per-account limits: left in, the
         oldest deliveries of one busy account would fill every batch and starve the others.
         """
-        query: dict[str, Any] = {**_due(now)}
+        skip: dict[str, Any] = _unleased(now)
         if skip_webhooks:
-            query["webhook_id"] = {"$nin": skip_webhooks}
+            skip["webhook_id"] = {"$nin": skip_webhooks}
         if skip_accounts:
-            query["account_id"] = {"$nin": skip_accounts}
-        cursor = self.deliveries.find(query).sort("next_attempt_at", ASCENDING).limit(limit)
+            skip["account_id"] = {"$nin": skip_accounts}
+        # Two queries, each on its own index, rather than one $or that a store may scan for.
+        manual = await self._listed({"manual_at": {"$lte": now}, **skip}, "manual_at", limit)
+        query = {**_scheduled_due(now), **skip}
+        listed = await self._listed(query, "next_attempt_at", limit - len(manual))
+        return manual + [delivery for delivery in listed if delivery.manual_at is None]
+
+    async def _listed(self, query: dict[str, Any], order: str, limit: int) -> list[DeliveryRecord]:
+        if limit <= 0:
+            return []
+        cursor = self.deliveries.find(query).sort(order, ASCENDING).limit(limit)
         return [DeliveryRecord.model_validate(doc) async for doc in cursor]
 
     async def claim(
-        self, delivery: DeliveryRecord, now: datetime, lease_until: datetime, token: str
-    ) -> bool:
-        """Lease a listed delivery if it is still due and unchanged, atomically. False when
-        another replica got there first (it holds a live lease, or recorded an attempt since
-        the listing, which changed `attempts`). `token` is unique per claim: only this claim
-        can record the attempt's outcome."""
-        leased = await self.deliveries.update_one(
-            {"_id": delivery.id, "attempts": delivery.attempts, **_due(now)},
-            {"$set": {"lease_until": lease_until, "lease_owner": token}},
-        )
-        return leased.modified_count == 1
+        self, candidates: list[DeliveryRecord], now: datetime, lease_until: datetime, token: str
+    ) -> list[DeliveryRecord]:
+        """Lease those of the listed deliveries that are still due, atomically each, under
+        `token` (unique to this claim: only it can record the attempts' outcomes), and answer
+        them as stored now: one update for all, then one read of what this claim won. Those
+        that another replica got first (a live lease) or attempted since, and that are no
+        longer due, are left out; one attempted since and due again is claimed with its
+        current attempt count, so the count never goes back."""
+        if not candidates:
+            return []
+        lease = {"$set": {"lease_until": lease_until, "lease_owner": token}}
+        manual = [d.id for d in candidates if d.manual_at is not None]
+        scheduled = [d.id for d in candidates if d.manual_at is None]
+        # One update per kind of due, not one $or, which a store may answer with a scan.
+        if scheduled:
+            query = {"_id": {"$in": scheduled}, **_scheduled_due(now), **_unleased(now)}
+            await self.deliveries.update_many(query, lease)
+        if manual:
+            query = {"_id": {"$in": manual}, "manual_at": {"$lte": now}, **_unleased(now)}
+            await self.deliveries.update_many(query, lease)
+        return await self.leased([delivery.id for delivery in candidates], token)
 
-    async def record_attempt(self, delivery_id: str, token: str, changes: dict[str, Any]) -> bool:
-        """Store an attempt's outcome and release the lease; False when the lease was lost
-        (taken over after it expired, or the webhook and its deliveries were deleted)."""
-        result = await self.deliveries.update_one(
+    async def leased(self, ids: list[str], token: str) -> list[DeliveryRecord]:
+        """Those of the deliveries that `token` holds now."""
+        cursor = self.deliveries.find({"_id": {"$in": ids}, "lease_owner": token})
+        return [DeliveryRecord.model_validate(doc) async for doc in cursor]
+
+    async def webhooks_by_ids(self, webhook_ids: Collection[str]) -> dict[str, WebhookRecord]:
+        cursor = self.webhooks.find({"_id": {"$in": sorted(set(webhook_ids))}})
+        return {doc["_id"]: WebhookRecord.model_validate(doc) async for doc in cursor}
+
+    async def record_attempts(
+        self,
+        outcomes: list[tuple[str, str, dict[str, Any]]],
+        manual: dict[str, datetime] | None = None,
+    ) -> set[str]:
+        """Store attempts' outcomes `(delivery_id, token, changes)` with one bulk write and
+        release their leases; answers the ids recorded. One whose lease was lost (taken over
+        after it expired, or its webhook and deliveries deleted) is not recorded: every write
+        is conditional on the token, which the outcome also stores (`attempt_token`), so the
+        rare partial write is told apart with one read."""
+        if not outcomes:
+            return set()
+        writes = [
+            UpdateOne(
+                {"_id": delivery_id, "lease_owner": token},
+                {
+                    "$set": {
+                        **changes,
+                        "attempt_token": token,
+                        "lease_until": None,
+                        "lease_owner": None,
+                    }
+                },
+            )
+            for delivery_id, token, changes in outcomes
+        ]
+        # A manual attempt's request is cleared only if no newer one came meanwhile.
+        clears = [
+            UpdateOne({"_id": delivery_id, "manual_at": asked}, {"$unset": {"manual_at": ""}})
+            for delivery_id, asked in (manual or {}).items()
+        ]
+        result = await self.deliveries.bulk_write(writes, ordered=False)
+        if clears:
+            await self.deliveries.bulk_write(clears, ordered=False)
+        ids = {delivery_id for delivery_id, _, _ in outcomes}
+        if result.matched_count == len(outcomes):
+            return ids
+        tokens = {delivery_id: token for delivery_id, token, _ in outcomes}
+        cursor = self.deliveries.find({"_id": {"$in": sorted(ids)}}, {"attempt_token": 1})
+        return {
+            doc["_id"] async for doc in cursor if doc.get("attempt_token") == tokens[doc["_id"]]
+        }
+
+    async def postpone(
+        self, delivery_id: str, token: str, until: datetime, *, manual: bool
+    ) -> None:
+        """Give a claim back without an attempt, due again at `until` (the endpoint's rate or
+        a Retry-After holds it back): no attempt is counted. A manual attempt stays manual."""
+        due_again: dict[str, Any] = {"next_attempt_at": until}
+        if manual:
+            due_again["manual_at"] = until
+        await self.deliveries.update_one(
             {"_id": delivery_id, "lease_owner": token},
-            {"$set": {**changes, "lease_until": None, "lease_owner": None}},
+            {"$set": {**due_again, "lease_until": None, "lease_owner": None}},
         )
-        return result.matched_count == 1
+
+    async def renew(self, held: dict[str, str], lease_until: datetime) -> None:
+        """Extend the leases of deliveries (id: the claim's token) this replica still holds."""
+        await self.deliveries.update_many(
+            {"_id": {"$in": sorted(held)}, "lease_owner": {"$in": sorted(set(held.values()))}},
+            {"$set": {"lease_until": lease_until}},
+        )
+
+    async def release_many(self, held: dict[str, str]) -> None:
+        """Give claims back without an attempt (id: the claim's token): the replica stops."""
+        await self.deliveries.update_many(
+            {"_id": {"$in": sorted(held)}, "lease_owner": {"$in": sorted(set(held.values()))}},
+            {"$set": {"lease_until": None, "lease_owner": None}},
+        )
 
     async def release(self, delivery_id: str, token: str) -> None:
         """Give a claim back without an attempt (the replica is stopping)."""
@@ -221,10 +310,11 @@ class WebhookRepository:
         )
 
 
-def _due(now: datetime) -> dict[str, Any]:
-    """Pending or failed, its time reached, and no live lease (none, or an expired one)."""
-    return {
-        "status": {"$in": ["pending", "failed"]},
-        "next_attempt_at": {"$lte": now},
-        "lease_until": {"$not": {"$gte": now}},
-    }
+def _scheduled_due(now: datetime) -> dict[str, Any]:
+    """Pending or failed, and its time reached."""
+    return {"status": {"$in": ["pending", "failed"]}, "next_attempt_at": {"$lte": now}}
+
+
+def _unleased(now: datetime) -> dict[str, Any]:
+    """No live lease: none, or an expired one (a dead replica's, taken over)."""
+    return {"lease_until": {"$not": {"$gte": now}}}

@@ -15,6 +15,8 @@ from shared.models import DeliveryStatus
 class NextState:
     status: DeliveryStatus
     next_attempt_at: datetime | None
+    # Not attempted: the endpoint is held back (its rate, a Retry-After) until next_attempt_at.
+    held_back: bool = False
 
 
 def first_attempt_at(created_at: datetime, delays: list[float]) -> datetime:

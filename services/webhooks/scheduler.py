@@ -26,22 +26,33 @@ endpoint), so they survive a restart of anything. Any number of replicas run thi
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
+from contextlib import suppress
+from datetime import datetime, timedelta
 from functools import partial
 
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
+from services.webhooks.slots import KeyedSlots
 from shared.clock import Clock
-from shared.models import DeliveryRecord
+from shared.models import DeliveryRecord, WebhookRecord
 from shared.poller import Batch, KeyLimit, Lease, Poller
 
 log = logging.getLogger(__name__)
 
-# attempt(delivery, claim token, sent): `sent()` is called once the HTTP exchange is over, so
-# the endpoint's and the account's slots are free while the outcome is being recorded.
-Attempt = Callable[[DeliveryRecord, str, Callable[[], None]], Awaitable[NextState | None]]
+# attempt(delivery, its webhook (None: deleted), claim token, sent): `sent()` is called once the
+# HTTP exchange is over, so the endpoint's and the account's slots are free while the outcome
+# is being recorded.
+Attempt = Callable[
+    [DeliveryRecord, WebhookRecord | None, str, Callable[[], None]], Awaitable[NextState | None]
+]
 
 ENDPOINT, ACCOUNT = "endpoint", "account"
+# Deliveries a replica may hold leased, waiting for a sending slot, per sending slot: per
+# endpoint, per account and in all.
+LEASED_PER_SLOT = 100
+LEASED_PER_SLOT_IN_ALL = 20
+# The most deliveries one listing query asks for (a store without the index pays per document).
+DUE_QUERY_LIMIT = 200
 
 
 class Scheduler:
@@ -51,6 +62,7 @@ class Scheduler:
         clock: Clock,
         *,
         lease_seconds: float,
+        timeout_seconds: float,
         max_concurrent: int,
         max_per_endpoint: int,
         max_per_account: int,
@@ -60,19 +72,34 @@ class Scheduler:
         self._repo = repo
         self._clock = clock
         self._lease = timedelta(seconds=lease_seconds)
+        # Renewed this often, a waiting delivery's lease has more than a request's timeout
+        # left whenever its request starts.
+        self._renew_every = (lease_seconds - timeout_seconds) / 2
         self._attempt: Attempt | None = None
+        # The webhook of each claimed delivery, read with the claim (one query per batch).
+        self._webhooks: dict[str, WebhookRecord | None] = {}
+        # Webhooks nothing is sent to before a time (rate, Retry-After, disabled): left out of
+        # the due queries until then, so their deliveries are not claimed only to wait.
+        self._held_back: dict[str, datetime] = {}
+        # Leased deliveries waiting for a sending slot, with their claim's token.
+        self._waiting: dict[str, str] = {}
+        self._sending_in_all = KeyedSlots(max_concurrent)
+        self._sending_to = KeyedSlots(max_per_endpoint)
+        self._sending_for = KeyedSlots(max_per_account)
+        self._renewer: asyncio.Task[None] | None = None
         limits: dict[str, KeyLimit[DeliveryRecord]] = {
-            ENDPOINT: KeyLimit(lambda delivery: delivery.webhook_id, max_per_endpoint),
-            ACCOUNT: KeyLimit(lambda delivery: delivery.account_id, max_per_account),
+            ENDPOINT: KeyLimit(lambda d: d.webhook_id, max_per_endpoint * LEASED_PER_SLOT),
+            ACCOUNT: KeyLimit(lambda d: d.account_id, max_per_account * LEASED_PER_SLOT),
         }
         self._poller: Poller[DeliveryRecord] = Poller(
             "webhook-scheduler",
             self._claim_due,
             self._attempt_one,
-            concurrency=max_concurrent,
+            concurrency=max_concurrent * LEASED_PER_SLOT_IN_ALL,
             poll_seconds=poll_seconds,
             limits=limits,
             owner=owner,
+            refill_only_when_left_behind=True,
         )
 
     def kick(self) -> None:
@@ -80,57 +107,160 @@ class Scheduler:
         self._poller.wake()
 
     def offer(self, created: list[DeliveryRecord]) -> None:
-        """Attempt just-created deliveries at once: claimed by id, with no listing query.
-        Those that do not fit the limits now are left to the loop, which is woken."""
+        """Attempt deliveries stored by someone else at once: claimed by id, with no listing
+        query. Those that do not fit the limits now are left to the loop, which is woken."""
         self._poller.claim_now(partial(self._claim, created))
+
+    async def store_new(
+        self, created: list[DeliveryRecord], webhooks: dict[str, WebhookRecord]
+    ) -> list[DeliveryRecord]:
+        """Store new deliveries (one insert), those that fit the limits already leased to this
+        replica, whose attempts then start at once: no claim write, no listing query. Answers
+        the deliveries stored (a redelivered event's are skipped); raises if the insert failed.
+        Those that did not fit are stored unleased, for the loop."""
+        stored: list[DeliveryRecord] = []
+
+        async def insert_leased(batch: Batch[DeliveryRecord]) -> list[DeliveryRecord]:
+            now = self._clock.now()
+            leased = {
+                delivery.id
+                for delivery in created
+                if delivery.status == "pending"
+                and delivery.next_attempt_at is not None
+                and delivery.next_attempt_at <= now
+                and not self._is_held_back(delivery.webhook_id, now)
+                and batch.fits(delivery)
+            }
+            lease = {"lease_until": now + self._lease, "lease_owner": batch.token}
+            records = [d.model_copy(update=lease) if d.id in leased else d for d in created]
+            stored.extend(await self._repo.insert_deliveries(records))
+            won = [delivery for delivery in stored if delivery.id in leased]
+            for delivery in won:
+                self._webhooks[delivery.id] = webhooks.get(delivery.webhook_id)
+            return won
+
+        await self._poller.claim_inline(insert_leased)
+        return stored
 
     def start(self, attempt: Attempt) -> None:
         """Run the loop, making each claimed attempt with `attempt` (see `Attempt`)."""
         self._attempt = attempt
         self._poller.start()
+        self._renewer = asyncio.create_task(self._renew_leases(), name="webhook-lease-renewer")
 
     async def stop(self, grace_seconds: float) -> None:
         """Stop claiming; let attempts in flight finish for up to `grace_seconds`. An attempt
-        cut short keeps its lease, so another replica retries it once the lease expires."""
+        cut short keeps its lease, so another replica retries it once the lease expires;
+        deliveries still waiting for a slot are given back at once."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._renewer
+        waiting = dict(self._waiting)
         await self._poller.stop(grace_seconds)
+        if waiting:
+            try:
+                await self._repo.release_many(waiting)
+            except Exception:
+                log.exception("giving back %d waiting deliveries failed", len(waiting))
+
+    def _is_held_back(self, webhook_id: str, now: datetime) -> bool:
+        until = self._held_back.get(webhook_id)
+        if until is not None and until <= now:
+            del self._held_back[webhook_id]
+            return False
+        return until is not None
+
+    def _held_back_now(self) -> list[str]:
+        now = self._clock.now()
+        return [hook for hook in list(self._held_back) if self._is_held_back(hook, now)]
 
     async def _claim_due(self, batch: Batch[DeliveryRecord]) -> list[DeliveryRecord]:
-        """One query lists due deliveries, twice the batch (a store without the index pays one
-        scan per batch, not per claim; some will not fit); those that fit are claimed."""
+        """One query lists due deliveries (a few more than the room left, as some will not
+        fit); those that fit are claimed."""
         due = await self._repo.due(
-            self._clock.now(), batch.size * 2, batch.full(ENDPOINT), batch.full(ACCOUNT)
+            self._clock.now(),
+            min(batch.size * 2, DUE_QUERY_LIMIT),
+            batch.full(ENDPOINT) + self._held_back_now(),
+            batch.full(ACCOUNT),
         )
         return await self._claim(due, batch)
 
     async def _claim(
         self, candidates: Sequence[DeliveryRecord], batch: Batch[DeliveryRecord]
     ) -> list[DeliveryRecord]:
-        """Claim those of `candidates` that fit the limits, concurrently, each by id and
-        atomically on condition that it is still due and unchanged (so one that another
-        replica claimed or attempted in between is skipped)."""
-        picked = [delivery for delivery in candidates if batch.fits(delivery)]
+        """Claim those of `candidates` that fit the limits, with one conditional update for
+        all (each must still be due and free of a live lease, so one that another replica
+        claimed in between is skipped), then read them and their webhooks back."""
         now = self._clock.now()
-        claims = await asyncio.gather(
-            *(self._repo.claim(d, now, now + self._lease, batch.token) for d in picked),
-            return_exceptions=True,
-        )
-        won: list[DeliveryRecord] = []
-        for delivery, claimed in zip(picked, claims, strict=True):
-            if isinstance(claimed, BaseException):
-                log.error("claiming webhook delivery %s failed: %r", delivery.id, claimed)
-            elif claimed:
-                won.append(delivery)
+        picked = [
+            delivery
+            for delivery in candidates
+            if not self._is_held_back(delivery.webhook_id, now) and batch.fits(delivery)
+        ]
+        won = await self._repo.claim(picked, now, now + self._lease, batch.token)
+        if won:
+            webhooks = await self._repo.webhooks_by_ids({d.webhook_id for d in won})
+            for delivery in won:
+                self._webhooks[delivery.id] = webhooks.get(delivery.webhook_id)
         return won
 
     async def _attempt_one(self, delivery: DeliveryRecord, lease: Lease) -> None:
         attempt = self._attempt
         assert attempt is not None, "start() the scheduler first"
+        webhook = self._webhooks.pop(delivery.id, None)
+        self._waiting[delivery.id] = lease.token
         try:
-            state = await attempt(delivery, lease.token, lease.free_keys)
+            give_back = await self._sending_slots(delivery)
+        finally:
+            self._waiting.pop(delivery.id, None)
+
+        def sent() -> None:
+            give_back()
+            lease.free_keys()
+
+        try:
+            state = await attempt(delivery, webhook, lease.token, sent)
         except Exception:
             # The lease stays; the attempt is taken up again when it expires.
             log.exception("attempt of delivery %s failed", delivery.id)
             return
-        if state is not None and state.next_attempt_at is not None:
-            # A retry this replica scheduled wakes it when due, ahead of the poll.
-            self._poller.wake((state.next_attempt_at - self._clock.now()).total_seconds())
+        finally:
+            sent()
+        if state is None or state.next_attempt_at is None:
+            return
+        if state.held_back:
+            hook = delivery.webhook_id
+            until = self._held_back.get(hook, state.next_attempt_at)
+            self._held_back[hook] = max(until, state.next_attempt_at)
+        # A retry this replica scheduled wakes it when due, ahead of the poll.
+        self._poller.wake((state.next_attempt_at - self._clock.now()).total_seconds())
+
+    async def _sending_slots(self, delivery: DeliveryRecord) -> Callable[[], None]:
+        """Wait for a slot to the endpoint, then for the account, then in all (requests in
+        flight); answers the function that gives all three back."""
+        taken: list[Callable[[], None]] = []
+
+        def give_back() -> None:
+            for give in reversed(taken):
+                give()
+
+        try:
+            taken.append(await self._sending_to.take(delivery.webhook_id))
+            taken.append(await self._sending_for.take(delivery.account_id))
+            taken.append(await self._sending_in_all.take(""))
+        except BaseException:
+            give_back()
+            raise
+        return give_back
+
+    async def _renew_leases(self) -> None:
+        """Keep the leases of deliveries waiting for a slot alive (see `_renew_every`)."""
+        while True:
+            await asyncio.sleep(self._renew_every)
+            if not self._waiting:
+                continue
+            try:
+                await self._repo.renew(dict(self._waiting), self._clock.now() + self._lease)
+            except Exception:
+                log.exception("renewing the leases of waiting deliveries failed")

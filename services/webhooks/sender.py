@@ -7,16 +7,22 @@ a private address after the webhook was created is refused, and nothing is sent.
 
 Redirects are never followed; the attempt, headers to the last body byte read, must finish in
 TESSERA_WEBHOOK_TIMEOUT_SECONDS. Proxy variables of the environment are ignored: the sender
-connects to the address it checked, nothing else. https connections are not kept alive across
-attempts: a pooled connection is keyed by address, and a connection made for one host name
-must not carry a request for another host name that shares the address.
+connects to the address it checked, nothing else.
+
+Connections are kept alive and pooled per endpoint: http ones in one pool keyed by address and
+port; https ones in a pool per host name (at most `TLS_POOLS` hosts, the least recently used
+closed first), because a pool is keyed by address and a connection made (SNI and certificate
+check) for one host name must never carry a request for another host name that shares it.
 """
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import httpx2
 
@@ -28,6 +34,11 @@ USER_AGENT = "svc-webhooks/1.0"
 RESPONSE_BODY_CHARS = 2000
 # A UTF-8 character is at most 4 bytes: enough bytes for RESPONSE_BODY_CHARS characters.
 _READ_BYTES = RESPONSE_BODY_CHARS * 4
+# https hosts with a pool of their own at once; more are served, the least recently used
+# host's pool being closed.
+TLS_POOLS = 64
+# Answers whose Retry-After holds the endpoint back (docs/webhooks.md#throttling).
+RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,8 @@ class Outcome:
     ok: bool
     response_status: int | None
     response_body: str | None
+    # Seconds a 429 or 503 asked for with Retry-After, if it did.
+    retry_after: float | None = None
 
 
 def _host_header(target: Target) -> str:
@@ -61,15 +74,27 @@ class Sender:
         self._timeout = timeout_seconds
         self._allow_private = allow_private
         self._resolver = resolver
-        self._plain = _client(timeout_seconds, httpx2.Limits(max_connections=max_connections))
-        self._tls = _client(
-            timeout_seconds,
-            httpx2.Limits(max_connections=max_connections, max_keepalive_connections=0),
-        )
+        self._limits = httpx2.Limits(max_connections=max_connections)
+        self._plain = _client(timeout_seconds, self._limits)
+        self._tls: OrderedDict[str, httpx2.AsyncClient] = OrderedDict()
 
     async def aclose(self) -> None:
         await self._plain.aclose()
-        await self._tls.aclose()
+        for client in self._tls.values():
+            await client.aclose()
+        self._tls.clear()
+
+    def _tls_client(self, host: str) -> httpx2.AsyncClient:
+        """The host's own pool (see the module's docstring)."""
+        client = self._tls.get(host)
+        if client is None:
+            client = self._tls[host] = _client(self._timeout, self._limits)
+            if len(self._tls) > TLS_POOLS:
+                _, oldest = self._tls.popitem(last=False)
+                # Requests in flight on it finish; it is closed in the background.
+                asyncio.get_running_loop().create_task(oldest.aclose())
+        self._tls.move_to_end(host)
+        return client
 
     async def send(self, url: str, body: str, headers: dict[str, str]) -> Outcome:
         try:
@@ -79,11 +104,14 @@ class Sender:
         except UnsafeTarget as exc:
             return Outcome(False, None, f"refused, nothing was sent: the url {exc}")
         status: int | None = None
+        retry_after: float | None = None
         read = bytearray()
         try:
             async with asyncio.timeout(self._timeout):
                 async with self._open(target, url, body, headers) as response:
                     status = response.status_code
+                    if status in RETRY_AFTER_STATUSES:
+                        retry_after = retry_after_seconds(response.headers.get("retry-after"))
                     async for chunk in response.aiter_bytes():
                         read.extend(chunk)
                         if len(read) >= _READ_BYTES:
@@ -98,14 +126,14 @@ class Sender:
             log.exception("webhook attempt to %s failed unexpectedly", target.host)
             if status is None:
                 return Outcome(False, None, _failure(exc))
-        return Outcome(200 <= status < 300, status, _truncated(bytes(read)))
+        return Outcome(200 <= status < 300, status, _truncated(bytes(read)), retry_after)
 
     @asynccontextmanager
     async def _open(
         self, target: Target, url: str, body: str, headers: dict[str, str]
     ) -> AsyncIterator[httpx2.Response]:
         """The response of the first checked address that accepts a connection."""
-        client = self._tls if target.scheme == "https" else self._plain
+        client = self._tls_client(target.host) if target.scheme == "https" else self._plain
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
         sent_headers = {
             **headers,
@@ -139,6 +167,23 @@ def _client(timeout_seconds: float, limits: httpx2.Limits) -> httpx2.AsyncClient
     return httpx2.AsyncClient(
         timeout=timeout_seconds, limits=limits, follow_redirects=False, trust_env=False
     )
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """A Retry-After header's wait in seconds (delay-seconds or an HTTP-date; RFC 9110
+    10.2.3), or None when it is absent or malformed. Never negative."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
 def _failure(exc: BaseException) -> str:

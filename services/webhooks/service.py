@@ -1,8 +1,9 @@
 """Subscriptions: create, update and delete webhooks, each command idempotent by command_id.
 
-The signing secret is made here and returned only by create. A create that is retried after
-a timeout (same command_id) answers the same webhook with its secret, decrypted again: the
-first answer never reached the client, so it must still be able to learn the secret.
+The signing secret is made here and returned only by create and by a rotation
+(services/webhooks/rotation.py). A create or a rotation that is retried after a timeout (same
+command_id) answers the same webhook with the same secret, decrypted again: the first answer
+never reached the client, so it must still be able to learn the secret.
 
 An account has at most `max_per_account` webhooks per mode: each webhook takes one of the
 account and mode's numbered slots, unique in MongoDB (services/webhooks/repository.py), so the
@@ -14,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from services.webhooks import rotation
+from services.webhooks.operations import DeliveryOperations
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.secretbox import SecretBox, new_secret
 from services.webhooks.targets import Resolve, UnsafeTarget, check_target, resolve
@@ -24,6 +27,9 @@ from shared.messages import (
     CreateWebhook,
     Deleted,
     DeleteWebhook,
+    RecoverDeliveries,
+    ResendDelivery,
+    RotateWebhookSecret,
     UpdateWebhook,
     WebhookCreated,
     WebhooksCommand,
@@ -42,8 +48,14 @@ class WebhookService:
         allow_private: bool,
         max_per_account: int,
         resolver: Resolve = resolve,
+        operations: DeliveryOperations | None = None,
     ):
         self._repo = repo
+        # Resend and recover; without one given (tests of subscriptions alone), one that
+        # leaves the manual attempts to the scheduler's next poll.
+        self._operations = operations or DeliveryOperations(
+            repo.deliveries.database, clock, wake=lambda: None
+        )
         self._box = box
         self._clock = clock
         self._allow_private = allow_private
@@ -62,14 +74,24 @@ class WebhookService:
                 result = await self._update(command)
             case DeleteWebhook():
                 result = await self._delete(command)
+            case ResendDelivery() | RecoverDeliveries():
+                result = await self._operations.handle(command)
+            case RotateWebhookSecret():
+                result = await self._rotate(command)
         # A secret is never stored outside its encrypted form, not even for replays.
         kept = result.model_dump(mode="json", exclude={"secret"})
+        if isinstance(result, WebhookCreated) and isinstance(command, RotateWebhookSecret):
+            # A replay must answer this rotation's secret, and the record may hold a newer one.
+            kept["secret_encrypted"] = self._box.seal(result.secret)
         if not await self._repo.record_command(command.command_id, kept, self._clock.now()):
             stored = await self._repo.processed_result(command.command_id)
             return result if stored is None else await self._replayed(command, stored)
         return result
 
     async def _replayed(self, command: WebhooksCommand, stored: dict[str, Any]) -> BaseModel:
+        if isinstance(command, RotateWebhookSecret):
+            secret = self._box.open(stored["secret_encrypted"])
+            return WebhookCreated.model_validate({**stored, "secret": secret})
         if not isinstance(command, CreateWebhook):
             return command.parse_result(stored)
         # The first answer never reached the client: it must still be able to learn the secret.
@@ -98,6 +120,7 @@ class WebhookService:
                 "events": list(dict.fromkeys(cmd.events)),
                 "description": cmd.description,
                 "enabled": cmd.enabled,
+                "max_deliveries_per_second": cmd.max_deliveries_per_second,
                 "secret_encrypted": self._box.seal(secret),
                 "created_at": now,
                 "updated_at": now,
@@ -139,16 +162,30 @@ class WebhookService:
 
     async def _update(self, cmd: UpdateWebhook) -> WebhookView:
         record = await self._existing(cmd)
-        changes: dict[str, Any] = cmd.model_dump(include={"events", "enabled"}, exclude_none=True)
-        if "description" in cmd.model_fields_set:
-            changes["description"] = cmd.description
+        sent = {"events", "enabled", "description", "max_deliveries_per_second"}
+        changes: dict[str, Any] = cmd.model_dump(include=sent, exclude_none=True)
+        changes |= dict.fromkeys(cmd.nulls)
+        if cmd.enabled and not record.enabled:
+            # Enabled again by the account: whatever disabled it, and its failure streak, are
+            # history (docs/webhooks.md#auto-disable).
+            changes |= {
+                "disabled_reason": None,
+                "disabled_at": None,
+                "failing_since": None,
+                "consecutive_failures": 0,
+            }
         if cmd.url is not None:
             changes["url"] = await self._checked_url(cmd.url)
         if "events" in changes:
             changes["events"] = list(dict.fromkeys(changes["events"]))
-        updated = record.model_copy(update={**changes, "updated_at": self._clock.now()})
-        await self._repo.replace(updated)
-        return _public(updated)
+        changes["updated_at"] = self._clock.now()
+        # Only what this update changes is written: a rotation or an attempt's health
+        # recorded meanwhile stays.
+        await self._repo.update_fields(record.id, changes)
+        return _public(record.model_copy(update=changes))
+
+    async def _rotate(self, cmd: RotateWebhookSecret) -> WebhookCreated:
+        return _created(*await rotation.rotate(self._repo, self._box, self._clock, cmd))
 
     async def _delete(self, cmd: DeleteWebhook) -> Deleted:
         record = await self._existing(cmd)
@@ -157,10 +194,12 @@ class WebhookService:
 
 
 def _public(record: WebhookRecord) -> WebhookView:
-    """The record as it may cross NATS: everything but the encrypted secret."""
-    return WebhookView.model_validate(record.model_dump(exclude={"secret_encrypted"}))
+    """The record as it may cross NATS: everything but the encrypted secrets."""
+    return WebhookView.model_validate(
+        record.model_dump(exclude={"secret_encrypted", "previous_secrets"})
+    )
 
 
 def _created(record: WebhookRecord, secret: str) -> WebhookCreated:
-    """A create's answer: the only one that carries the secret."""
+    """A create's or a rotation's answer: the only ones that carry the secret."""
     return WebhookCreated.model_validate({**_public(record).model_dump(), "secret": secret})

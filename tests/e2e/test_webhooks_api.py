@@ -9,7 +9,10 @@ from tests.support.stack import Stack
 
 pytestmark = pytest.mark.e2e
 HOOK = {"url": "http://127.0.0.1:9/hook", "events": ["pass.issued", "pass.voided"]}
-KEYS = {"id", "object", "url", "events", "description", "enabled", "created_at"}
+KEYS = {"id", "object", "url", "events", "description", "enabled", "created_at"} | {
+    "disabled_reason", "disabled_at", "failing_since", "consecutive_failures",
+    "max_deliveries_per_second",
+}  # fmt: skip
 
 
 def _error(response: Any, status: int, param: str | None) -> None:

@@ -45,6 +45,8 @@ class Receiver:
         self._lock = threading.Lock()
         self._received: list[Received] = []
         self._behaviours: dict[str, Behaviour] = {}
+        self._in_flight: Counter[str] = Counter()
+        self._most_in_flight: Counter[str] = Counter()
         self.closing = threading.Event()
 
     @property
@@ -62,6 +64,15 @@ class Receiver:
         with self._lock:
             return [r for r in self._received if path is None or r.path == path]
 
+    def most_in_flight(self, path: str) -> int:
+        """The most requests to `path` that were being answered at once."""
+        with self._lock:
+            return self._most_in_flight[path]
+
+    def answered(self, path: str) -> None:
+        with self._lock:
+            self._in_flight[path] -= 1
+
     def attempts(self, path: str) -> Counter[str]:
         """Requests received per delivery id."""
         return Counter(r.delivery_id for r in self.requests(path))
@@ -78,6 +89,8 @@ class Receiver:
             else:
                 status = behaviour.status
             self._received.append(Received(path, headers, body, status))
+            self._in_flight[path] += 1
+            self._most_in_flight[path] = max(self._most_in_flight[path], self._in_flight[path])
             return behaviour, status
 
 
@@ -95,6 +108,12 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 return
             headers = {name.lower(): value for name, value in self.headers.items()}
             behaviour, status = receiver.answer(self.path, headers, body)
+            try:
+                self._respond(behaviour, status)
+            finally:
+                receiver.answered(self.path)
+
+        def _respond(self, behaviour: Behaviour, status: int) -> None:
             if behaviour.delay_seconds and receiver.closing.wait(behaviour.delay_seconds):
                 # Hang up rather than wait for another request on this connection, so a sender
                 # still waiting for the answer learns at once that none is coming.

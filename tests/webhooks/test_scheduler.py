@@ -7,23 +7,36 @@ import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
 from services.webhooks.scheduler import Scheduler
 from shared.clock import SystemClock
-from shared.models import DeliveryRecord
+from shared.models import DeliveryRecord, WebhookRecord
 from tests.webhooks.records import delivery
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
 
 
+async def _claim_one(
+    repo: WebhookRepository, listed: DeliveryRecord, now: datetime, until: datetime, token: str
+) -> bool:
+    return bool(await repo.claim([listed], now, until, token))
+
+
+async def _record(
+    repo: WebhookRepository, delivery_id: str, token: str, changes: dict[str, Any]
+) -> bool:
+    return delivery_id in await repo.record_attempts([(delivery_id, token, changes)])
+
+
 async def _claim_next(
     repo: WebhookRepository, now: datetime, token: str, skip: list[str] | None = None
 ) -> DeliveryRecord | None:
     for listed in await repo.due(now, 10, skip or []):
-        if await repo.claim(listed, now, now + LEASE, token):
+        if await _claim_one(repo, listed, now, now + LEASE, token):
             return listed
     return None
 
@@ -52,14 +65,14 @@ async def test_a_live_lease_holds_and_an_expired_one_is_taken_over(
     first = await _claim_next(repo, T0, "dead-replica/1")
     assert first is not None
     assert await repo.due(T0 + LEASE / 2, 10, []) == []
-    assert not await repo.claim(first, T0 + LEASE / 2, T0 + LEASE * 2, "other/1")
+    assert not await _claim_one(repo, first, T0 + LEASE / 2, T0 + LEASE * 2, "other/1")
     later = T0 + LEASE + timedelta(seconds=1)
     [expired] = await repo.due(later, 10, [])
     assert expired.lease_owner == "dead-replica/1"
-    assert await repo.claim(expired, later, later + LEASE, "other/2")
+    assert await _claim_one(repo, expired, later, later + LEASE, "other/2")
     # The replica that lost its lease can no longer record an outcome; the new holder can.
-    assert not await repo.record_attempt(first.id, "dead-replica/1", {"status": "delivered"})
-    assert await repo.record_attempt(first.id, "other/2", {"status": "failed", "attempts": 1})
+    assert not await _record(repo, first.id, "dead-replica/1", {"status": "delivered"})
+    assert await _record(repo, first.id, "other/2", {"status": "failed", "attempts": 1})
     stored = await repo.deliveries.find_one({"_id": first.id})
     assert stored is not None
     assert (stored["status"], stored["lease_owner"], stored["lease_until"]) == (
@@ -82,8 +95,8 @@ async def test_only_due_unfinished_deliveries_are_listed(repo: WebhookRepository
     assert await repo.due(T0, 10, ["whk_busy"]) == []
     [listed] = await repo.due(T0 + timedelta(seconds=30), 10, ["whk_busy"])
     assert listed.id == later.id
-    assert not await repo.claim(done, T0, T0 + LEASE, "r/1")
-    assert not await repo.claim(later, T0, T0 + LEASE, "r/2")  # not due yet
+    assert not await _claim_one(repo, done, T0, T0 + LEASE, "r/1")
+    assert not await _claim_one(repo, later, T0, T0 + LEASE, "r/2")  # not due yet
 
 
 async def test_due_order_is_oldest_first_and_limited(repo: WebhookRepository) -> None:
@@ -95,16 +108,30 @@ async def test_due_order_is_oldest_first_and_limited(repo: WebhookRepository) ->
     assert [d.id for d in await repo.due(T0, 5, [])] == [older.id, newer.id]
 
 
-async def test_a_delivery_attempted_since_it_was_listed_is_not_claimed(
+async def test_a_delivery_attempted_since_it_was_listed_is_claimed_as_it_is_now(
     repo: WebhookRepository,
 ) -> None:
     await repo.insert_delivery(delivery(next_attempt_at=T0))
     [listed] = await repo.due(T0, 10, [])
     # Another replica claims, attempts and records a failure due again at once.
-    assert await repo.claim(listed, T0, T0 + LEASE, "other/1")
+    assert await _claim_one(repo, listed, T0, T0 + LEASE, "other/1")
     changes = {"status": "failed", "attempts": 1, "next_attempt_at": T0}
-    assert await repo.record_attempt(listed.id, "other/1", changes)
-    assert not await repo.claim(listed, T0, T0 + LEASE, "late/1")
+    assert await _record(repo, listed.id, "other/1", changes)
+    # Claimed with its stored attempt count, so the next outcome never counts back.
+    [claimed] = await repo.claim([listed], T0, T0 + LEASE, "late/1")
+    assert (claimed.attempts, claimed.status, claimed.lease_owner) == (1, "failed", "late/1")
+
+
+async def test_a_claim_leaves_out_what_is_no_longer_due(repo: WebhookRepository) -> None:
+    records = [delivery(next_attempt_at=T0) for _ in range(3)]
+    for record in records:
+        await repo.insert_delivery(record)
+    listed = await repo.due(T0, 10, [])
+    assert await _claim_one(repo, records[0], T0, T0 + LEASE, "other/1")
+    await _record(repo, records[1].id, "nobody/1", {"status": "delivered"})  # not its lease
+    await repo.deliveries.update_one({"_id": records[1].id}, {"$set": {"status": "delivered"}})
+    won = await repo.claim(listed, T0, T0 + LEASE, "mine/1")
+    assert [d.id for d in won] == [records[2].id]
 
 
 async def test_accounts_at_their_limit_are_not_listed(repo: WebhookRepository) -> None:
@@ -128,6 +155,7 @@ def _scheduler(
         repo,
         SystemClock(),
         lease_seconds=60,
+        timeout_seconds=10,
         max_concurrent=max_concurrent,
         max_per_endpoint=per_endpoint,
         max_per_account=per_account,
@@ -148,7 +176,7 @@ async def test_a_slow_endpoint_never_holds_back_the_others(repo: WebhookReposito
     running = Counter[str]()
 
     async def attempt(
-        record: DeliveryRecord, token: str, sent: Callable[[], None]
+        record: DeliveryRecord, hook: WebhookRecord | None, token: str, sent: Callable[[], None]
     ) -> NextState | None:
         running[record.webhook_id] += 1
         slow_in_flight.append(running["whk_slow"])
@@ -156,7 +184,7 @@ async def test_a_slow_endpoint_never_holds_back_the_others(repo: WebhookReposito
             await release.wait()
         else:
             fast_done.set()
-        await repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
         running[record.webhook_id] -= 1
         return NextState("delivered", None)
 
@@ -177,11 +205,11 @@ async def test_two_schedulers_attempt_each_delivery_once(repo: WebhookRepository
     attempted: Counter[str] = Counter()
 
     async def attempt(
-        record: DeliveryRecord, token: str, sent: Callable[[], None]
+        record: DeliveryRecord, hook: WebhookRecord | None, token: str, sent: Callable[[], None]
     ) -> NextState | None:
         attempted[record.id] += 1
         await asyncio.sleep(0)  # yield, so the two replicas interleave
-        await repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
         return NextState("delivered", None)
 
     replicas = [_scheduler(repo, max_concurrent=8, per_endpoint=2) for _ in range(2)]
@@ -216,9 +244,9 @@ async def test_an_offered_delivery_is_attempted_without_waiting_for_the_poll(
     attempted = asyncio.Event()
 
     async def attempt(
-        record: DeliveryRecord, token: str, sent: Callable[[], None]
+        record: DeliveryRecord, hook: WebhookRecord | None, token: str, sent: Callable[[], None]
     ) -> NextState | None:
-        await repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
         attempted.set()
         return NextState("delivered", None)
 
@@ -260,7 +288,11 @@ class _Blocking:
         self.most_in_flight = 0
 
     async def __call__(
-        self, record: DeliveryRecord, token: str, sent: Callable[[], None]
+        self,
+        record: DeliveryRecord,
+        hook: WebhookRecord | None,
+        token: str,
+        sent: Callable[[], None],
     ) -> NextState | None:
         if record.account_id == self._busy:
             self.in_flight += 1
@@ -269,7 +301,7 @@ class _Blocking:
             self.in_flight -= 1
         else:
             self.other_done.set()
-        await self._repo.record_attempt(record.id, token, {"status": "delivered", "attempts": 1})
+        await _record(self._repo, record.id, token, {"status": "delivered", "attempts": 1})
         return NextState("delivered", None)
 
 

@@ -129,3 +129,67 @@ def test_secrets_are_32_random_bytes_in_standard_base64() -> None:
         assert secret.startswith("whsec_")
         assert len(secret) == 50
         assert len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) == 32
+
+
+def test_several_secrets_sign_current_first_in_both_headers() -> None:
+    v = vector()
+    t = int(v["t"])
+    old = new_secret()
+    headers = signature_headers([v["secret"], old], v["webhook-id"], "pass.issued", t, v["body"])
+    old_stripe = stripe_signature(old, t, v["body"]).removeprefix(f"t={t},")
+    assert headers["svc-signature"] == f"{v['svc-signature']},{old_stripe}"
+    old_standard = standard_signature(old, v["webhook-id"], t, v["body"])
+    assert headers["webhook-signature"] == f"{v['webhook-signature']} {old_standard}"
+    assert signature_headers((v["secret"],), v["webhook-id"], "pass.issued", t, v["body"]) == (
+        signature_headers(v["secret"], v["webhook-id"], "pass.issued", t, v["body"])
+    )
+    with pytest.raises(ValueError, match="at least one secret"):
+        signature_headers([], v["webhook-id"], "pass.issued", t, v["body"])
+
+
+def test_each_of_several_secrets_verifies_with_both_libraries_and_no_other_does() -> None:
+    body = '{"id":"psEvnt_1","type":"pass.voided","data":{"pass":{"voided":true}}}'
+    current, previous, older = new_secret(), new_secret(), new_secret()
+    headers = signature_headers(
+        [current, previous, older], "whd_x", "pass.voided", int(time.time()), body
+    )
+    assert headers["svc-signature"].count(",v1=") == 3
+    assert len(headers["webhook-signature"].split(" ")) == 3
+    for secret in (current, previous, older):
+        stripe.WebhookSignature.verify_header(body, headers["svc-signature"], secret, 300)
+        assert Webhook(secret).verify(body, headers) == json.loads(body)
+    stranger = new_secret()
+    with pytest.raises(stripe.SignatureVerificationError):
+        stripe.WebhookSignature.verify_header(body, headers["svc-signature"], stranger, 300)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(stranger).verify(body, headers)
+
+
+def test_the_doc_snippets_accept_each_secret_of_a_rotation(tmp_path: Path) -> None:
+    """During a grace period `svc-signature` holds one `v1` per secret: the snippets must accept
+    any of them, not only the last (which is the oldest secret)."""
+    v = vector()
+    t = int(v["t"])
+    old, stranger = new_secret(), new_secret()
+    header = stripe_signature([v["secret"], old], t, v["body"])
+    scope: dict[str, Any] = {}
+    exec(_code("Verifying a delivery", "python"), scope)  # noqa: S102 - our own doc's snippet
+    verify = scope["verify"]
+    body = v["body"].encode()
+    results = [verify(body, header, secret, EVER) for secret in (v["secret"], old, stranger)]
+    assert results == [True, True, False]
+    assert verify(body.replace(b"A12", b"A13"), header, old, EVER) is False
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not found on PATH")
+    script = tmp_path / "verify.cjs"
+    script.write_text(
+        _code("Verifying a delivery", "js")
+        + f"const [body, header] = {json.dumps([v['body'], header])};\n"
+        + "".join(
+            f"console.log(verify(body, header, {json.dumps(s)}, {EVER}));\n"
+            for s in (v["secret"], old, stranger)
+        )
+    )
+    out = subprocess.run([node, str(script)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["true", "true", "false"]

@@ -1,6 +1,7 @@
 """Property tests of webhook signing: for any body and timestamp, both of our signatures verify
-with independent verifiers (stripe's and the Standard Webhooks reference library), and any
-single-byte change of the body makes them fail."""
+with independent verifiers (stripe's and the Standard Webhooks reference library), with each
+of the secrets an attempt is signed with during a rotation, and any single-byte change of the
+body makes them fail."""
 
 import json
 import time
@@ -94,3 +95,21 @@ def test_any_single_byte_change_fails_both_verifiers(
         stripe.WebhookSignature.verify_header(changed, headers["svc-signature"], secret, EVER)
     with pytest.raises(WebhookVerificationError):
         Webhook(secret).verify(changed, headers)
+
+
+@SETTINGS
+@given(
+    body=JSON_BODIES,
+    skew=NEAR_NOW,
+    delivery_id=DELIVERY_IDS,
+    count=st.integers(min_value=1, max_value=11),
+)
+def test_every_live_secret_verifies_with_both_verifiers(
+    body: str, skew: int, delivery_id: str, count: int
+) -> None:
+    secrets = [new_secret() for _ in range(count)]
+    timestamp = int(time.time()) + skew
+    headers = signature_headers(secrets, delivery_id, "pass.issued", timestamp, body)
+    for secret in secrets:
+        stripe.WebhookSignature.verify_header(body, headers["svc-signature"], secret, EVER)
+        Webhook(secret).verify(body, headers)

@@ -1,28 +1,41 @@
 """/v1/webhooks: subscriptions and their delivery history (spec 2.6, 2.7, 3.4, 4.1).
 
 Writes go to the webhooks service over NATS; reads use its read-only repository. The signing
-secret appears only in the create response; an Idempotency-Key replay answers it "[redacted]".
+secret appears only in the create and rotate_secret responses; an Idempotency-Key replay
+answers it "[redacted]".
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse
 
 from services.api.accounts import Principal
+from services.api.delivery_schemas import DeliveryFilters, RecoverBody, delivery_filters
 from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import paging, require_id, send_command
 from services.api.objects import (
     DeletedObject,
     DeliveryObject,
     ListObject,
+    RecoveryObject,
     WebhookObject,
     WebhookWithSecret,
     responses,
 )
-from services.api.schemas import WebhookCreate, WebhookUpdate
+from services.api.schemas import WebhookCreate, WebhookSecretRotate, WebhookUpdate
+from services.webhooks.reads import DELIVERIES_LISTED
 from shared.errors import not_found
-from shared.messages import CreateWebhook, DeleteWebhook, UpdateWebhook
+from shared.ids import has_prefix
+from shared.messages import (
+    CreateWebhook,
+    DeleteWebhook,
+    NullableWebhookField,
+    RecoverDeliveries,
+    ResendDelivery,
+    RotateWebhookSecret,
+    UpdateWebhook,
+)
 from shared.pagination import PageRequest
 from shared.views import WebhookView
 
@@ -100,14 +113,43 @@ async def update_webhook(
 ) -> JSONResponse:
     require_id(webhook_id, "webhook", "webhook")
     data = body.model_dump(mode="json", exclude_unset=True)
+    # Sent as null: cleared (the command cannot tell null from absent by itself).
+    nulls = [key for key in get_args(NullableWebhookField) if key in data and data[key] is None]
     return await send_command(
         ctx,
         principal,
         request,
         idempotency_key,
         data,
-        lambda base: UpdateWebhook(**base, webhook_id=webhook_id, **data),
+        lambda base: UpdateWebhook(**base, webhook_id=webhook_id, nulls=nulls, **data),
         WebhookObject.of,
+    )
+
+
+@router.post(
+    "/{webhook_id}/rotate_secret",
+    summary="Rotate a webhook's signing secret, the old one signing for a grace period",
+    responses=responses(WebhookWithSecret, 400, 401, 403, 404, 409, 500),
+)
+async def rotate_secret(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    webhook_id: str,
+    body: Annotated[WebhookSecretRotate | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    require_id(webhook_id, "webhook", "webhook")
+    data = (body or WebhookSecretRotate()).model_dump(mode="json")
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        data,
+        lambda base: RotateWebhookSecret(**base, webhook_id=webhook_id, **data),
+        WebhookWithSecret.created,
+        redact=_redact,
     )
 
 
@@ -133,13 +175,71 @@ async def delete_webhook(
 
 @router.get(
     "/{webhook_id}/deliveries",
-    summary="The last 100 deliveries of a webhook, newest first",
-    responses=responses(ListObject[DeliveryObject], 401, 404),
+    summary="A webhook's deliveries, newest first (the last 100 by default)",
+    responses=responses(ListObject[DeliveryObject], 400, 401, 404),
 )
 async def list_deliveries(
-    ctx: ContextDep, principal: PrincipalDep, webhook_id: str
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    webhook_id: str,
+    page: Annotated[PageRequest, paging("webhook_delivery", DELIVERIES_LISTED, DELIVERIES_LISTED)],
+    filters: Annotated[DeliveryFilters, Depends(delivery_filters)],
 ) -> JSONResponse:
     record = await _webhook(ctx, principal, webhook_id)
-    deliveries = await ctx.webhooks.recent_deliveries(record.id)
-    data = [DeliveryObject.of(delivery) for delivery in deliveries]
-    return JSONResponse(ListObject(data=data, has_more=False).model_dump(mode="json"))
+    result = await ctx.webhooks.deliveries_page(
+        record.id, page, status=filters.status, event_type=filters.event_type
+    )
+    data = [DeliveryObject.of(delivery) for delivery in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
+
+
+@router.post(
+    "/{webhook_id}/deliveries/{delivery_id}/resend",
+    summary="Attempt a delivery once more, now, whatever its status",
+    responses=responses(DeliveryObject, 400, 401, 403, 404, 409),
+)
+async def resend_delivery(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    webhook_id: str,
+    delivery_id: str,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    require_id(webhook_id, "webhook", "webhook")
+    if not has_prefix(delivery_id, "webhook_delivery"):
+        raise not_found("webhook delivery", delivery_id, "delivery_id")
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        None,
+        lambda base: ResendDelivery(**base, webhook_id=webhook_id, delivery_id=delivery_id),
+        DeliveryObject.of,
+    )
+
+
+@router.post(
+    "/{webhook_id}/recover",
+    summary="Re-queue the failed and dead deliveries created in a time range",
+    responses=responses(RecoveryObject, 400, 401, 403, 404, 409),
+)
+async def recover_deliveries(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    webhook_id: str,
+    body: RecoverBody,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    require_id(webhook_id, "webhook", "webhook")
+    return await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        body.model_dump(mode="json"),
+        lambda base: RecoverDeliveries(**base, webhook_id=webhook_id, **body.model_dump()),
+        RecoveryObject.of,
+    )
