@@ -47,6 +47,16 @@ T = TypeVar("T")
 HandleBatch = Callable[[list[PassEventMessage]], Awaitable[None]]
 
 
+class ReceivedBatch(list[T]):
+    """What a handler is given: the batch's messages, parsed, in order; `redelivered` holds
+    the positions of those JetStream delivered before (a handler that acts before storing,
+    like the webhooks' first attempts, treats them as possibly handled already)."""
+
+    def __init__(self, items: list[T], redelivered: frozenset[int]):
+        super().__init__(items)
+        self.redelivered = redelivered
+
+
 class BatchConsumer(Generic[T]):
     """A worker (shared.connections.running starts it once the streams exist) that hands the
     messages of a durable pull consumer of `stream`, parsed by `parse`, to `handle` a batch at
@@ -145,9 +155,12 @@ class BatchConsumer(Generic[T]):
             parsed.append(message)
         if not events:
             return
+        redelivered = frozenset(
+            index for index, message in enumerate(parsed) if _num_delivered(message) != 1
+        )
         try:
             with origin("consumer"):
-                await self._handle(events)
+                await self._handle(ReceivedBatch(events, redelivered))
         except Exception:
             log.exception(
                 "consumer %s: a batch of %d messages failed; it will be redelivered",
@@ -188,6 +201,14 @@ async def _settle(step: Awaitable[None]) -> None:
         await step
     except (NatsError, OSError) as exc:
         log.warning("an acknowledgement was not sent: %s", exc)
+
+
+def _num_delivered(message: Msg) -> int:
+    """How many times JetStream delivered the message (0 when it does not say)."""
+    try:
+        return int(message.metadata.num_delivered)
+    except (NatsError, AttributeError, TypeError, ValueError):
+        return 0
 
 
 def _msg_id(message: Msg) -> str:

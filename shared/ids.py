@@ -5,6 +5,7 @@ characters in ASCII order, so ids sort by creation time (cursors and "newest fir
 Within one process ids are strictly increasing even inside one millisecond.
 """
 
+import hashlib
 import secrets
 import threading
 import time
@@ -52,6 +53,15 @@ def new_id(kind: str) -> str:
         _last = candidate if candidate > _last else _last + 1
         value = _last
     return f"{PREFIXES[kind]}_{_base62(value, _ID_CHARS)}"
+
+
+def derived_id(kind: str, at_ms: int, seed: str) -> str:
+    """An id of `kind` that is the same every time it is made from the same inputs: `at_ms`
+    (milliseconds since the epoch) in place of the creation time, 80 bits of SHA-256 of `seed`
+    in place of the random part. For what may be made twice and must be recognised, like a
+    webhook delivery made again from a redelivered event."""
+    digest = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:10], "big")
+    return f"{PREFIXES[kind]}_{_base62(at_ms << _RANDOM_BITS | digest, _ID_CHARS)}"
 
 
 def has_prefix(value: str, kind: str) -> bool:

@@ -191,6 +191,10 @@ class Poller(Generic[T]):
         self._offers: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
 
+    def new_token(self) -> str:
+        """A claim token of this poller's, for work leased outside its claims."""
+        return f"{self._owner}/{next(self._claims)}"
+
     @property
     def stopping(self) -> bool:
         """True once `stop()` began: work in flight may cut a long task short at a safe point."""

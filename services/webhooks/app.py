@@ -87,8 +87,8 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
             outcomes,
             Throttle(repo),
         )
-        async with running(conn, fan_out, SecretSweeper(conn.db, clock)):
-            scheduler.start(deliverer.attempt)
+        async with running(conn, *fan_out, SecretSweeper(conn.db, clock)):
+            scheduler.start(deliverer.attempt, first=deliverer)
             try:
                 yield
             finally:

@@ -16,6 +16,7 @@ webhook deletes its deliveries, which ends their retries.
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,7 +32,7 @@ from services.webhooks.sender import Outcome, Sender
 from services.webhooks.signing import signature_headers
 from services.webhooks.throttle import Throttle
 from shared.clock import Clock
-from shared.ids import new_id
+from shared.ids import derived_id
 from shared.logs import account_id_var
 from shared.messages import PassEventMessage
 from shared.metrics import WEBHOOK_DELIVERIES
@@ -91,7 +92,13 @@ def _delivery(
     missed = not hook.enabled  # disabled for failing: recorded, not sent
     return DeliveryRecord.model_validate(
         {
-            "_id": new_id("webhook_delivery"),
+            # The same id whenever this event is fanned out to this webhook again (a redelivery
+            # after a crash that came between sending and storing): receivers dedupe on it.
+            "_id": derived_id(
+                "webhook_delivery",
+                int(event.created_at.timestamp() * 1000),
+                f"{hook.id}:{event.id}",
+            ),
             "account_id": event.account_id,
             "mode": event.mode,
             "created_at": now,
@@ -102,6 +109,29 @@ def _delivery(
             "status": "dead" if missed else "pending",
             "next_attempt_at": None if missed else first_attempt_at(now, delays),
         }
+    )
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """A sent attempt, not yet recorded: the delivery's next state and the fields to store."""
+
+    state: NextState
+    changes: dict[str, Any]
+    result: AttemptResult
+
+
+def note(delivery: DeliveryRecord, attempted: Attempted) -> None:
+    """Count and log an attempt whose outcome was stored."""
+    WEBHOOK_DELIVERIES.labels(attempted.state.status).inc()
+    log.info(
+        "delivery %s to %s attempt %d (%s): %s (%s)",
+        delivery.id,
+        delivery.webhook_id,
+        attempted.changes["attempts"],
+        attempted.changes["trigger"],
+        attempted.state.status,
+        attempted.changes["response_status"] or "no response",
     )
 
 
@@ -157,6 +187,26 @@ class Deliverer:
             sent()
             await self._repo.postpone(delivery.id, token, wait_until, manual=manual)
             return NextState(delivery.status, wait_until, held_back=True)
+        attempted = await self.send(delivery, hook, now, sent)
+        return await self.record(delivery, token, attempted)
+
+    def sends_at_once(self, hook: WebhookRecord, now: datetime) -> bool:
+        """Whether an attempt to this webhook may go out with no check in the store first:
+        enabled, not paused, no rate to keep (services/webhooks/scheduler.py sends new
+        deliveries to such webhooks before storing them)."""
+        return (
+            hook.enabled and _paused_until(hook, now) is None and not hook.max_deliveries_per_second
+        )
+
+    async def send(
+        self,
+        delivery: DeliveryRecord,
+        hook: WebhookRecord,
+        now: datetime,
+        sent: Callable[[], None],
+    ) -> Attempted:
+        """Sign and send one attempt started `now`; nothing is written."""
+        manual = delivery.manual_at is not None
         outcome = await self._send(delivery, hook, now)
         sent()
         attempts = delivery.attempts + 1
@@ -171,21 +221,25 @@ class Deliverer:
             "trigger": "manual" if manual else "scheduled",
         }
         result = AttemptResult(hook.id, outcome.ok, now, self._pause(outcome, state, now))
+        return Attempted(state, changes, result)
+
+    async def record(
+        self, delivery: DeliveryRecord, token: str, attempted: Attempted
+    ) -> NextState | None:
+        """Write a sent attempt's outcome under the claim's token; None if the lease was lost."""
         recorded = await self._outcomes.record(
-            delivery.id, token, changes, result, delivery.manual_at
+            delivery.id, token, attempted.changes, attempted.result, delivery.manual_at
         )
         if recorded:
-            WEBHOOK_DELIVERIES.labels(state.status).inc()
-        log.info(
-            "delivery %s to %s attempt %d (%s): %s (%s)",
-            delivery.id,
-            delivery.webhook_id,
-            attempts,
-            changes["trigger"],
-            state.status,
-            outcome.response_status or "no response",
-        )
-        return state if recorded else None
+            note(delivery, attempted)
+        return attempted.state if recorded else None
+
+    async def stored(self, sent: list[tuple[DeliveryRecord, Attempted]]) -> None:
+        """Deliveries stored with the outcome of a first attempt sent before they were stored:
+        counted, logged, and their endpoints' health recorded."""
+        for delivery, attempted in sent:
+            note(delivery, attempted)
+        await self._outcomes.health([attempted.result for _, attempted in sent])
 
     def _state_after(
         self, delivery: DeliveryRecord, manual: bool, attempts: int, at: datetime, ok: bool
@@ -199,8 +253,12 @@ class Deliverer:
         this delivery's next scheduled attempt (the schedule's longest wait if it has none)."""
         if outcome.retry_after is None:
             return None
-        longest = now + timedelta(seconds=max(self._delays))
-        return min(now + timedelta(seconds=outcome.retry_after), state.next_attempt_at or longest)
+        cap = (state.next_attempt_at or now + timedelta(seconds=max(self._delays))) - now
+        # Compared in seconds first: a huge Retry-After (the receiver's to choose) would
+        # overflow the date and lose the attempt's outcome.
+        if outcome.retry_after >= cap.total_seconds():
+            return now + cap
+        return now + timedelta(seconds=outcome.retry_after)
 
     async def _not_sent(
         self, delivery: DeliveryRecord, token: str, manual: bool

@@ -1,13 +1,15 @@
 """The webhooks service's durable consumer of the events stream: fan-out, then acknowledge.
 
-The consumer takes the events a batch at a time (shared/event_batches.py). Each event becomes
-one pending delivery per subscribed webhook (services/webhooks/delivery.py), the whole batch's
-stored with one insert by the scheduler, which leases those that fit its limits as it stores
-them, so their first attempts go out at once.
-The events are acknowledged as soon as the deliveries are stored: attempts and retries are the
-scheduler's, from MongoDB, never delayed NACKs here. A failed write (MongoDB down) NACKs the
-batch so it is redelivered; the unique (webhook, event) index makes the redelivery create only
-what is missing.
+The consumer takes the events a batch at a time (shared/event_batches.py), two batches in hand
+at once per replica. Each event becomes one pending delivery per subscribed webhook
+(services/webhooks/delivery.py); the scheduler sends the first attempts it may send at once,
+then stores the batch's deliveries with one insert per chunk, with the outcomes of the attempts
+that ended and leases on the rest it can attempt at once (services/webhooks/scheduler.py
+`store_new`). The events are acknowledged as soon as the deliveries are stored: later attempts
+and retries are the scheduler's, from MongoDB, never delayed NACKs here. A failed write
+(MongoDB down) NACKs the batch so it is redelivered; the unique (webhook, event) index makes
+the redelivery create only what is missing, and a redelivered event's first attempts are made
+only after its deliveries are stored.
 """
 
 from faststream.nats import NatsBroker
@@ -16,9 +18,13 @@ from services.webhooks.delivery import plan_deliveries
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.scheduler import Scheduler
 from shared.clock import Clock
-from shared.event_batches import EventBatchConsumer
+from shared.event_batches import EventBatchConsumer, ReceivedBatch
 from shared.logs import account_id_var
 from shared.messages import WEBHOOKS_CONSUMER, PassEventMessage
+
+# Batches in hand at once per replica: while one waits on its first attempts' answers or on
+# its insert, another is fanned out.
+FETCHERS = 2
 
 
 def register(
@@ -27,14 +33,16 @@ def register(
     clock: Clock,
     delays: list[float],
     scheduler: Scheduler,
-) -> EventBatchConsumer:
-    """The consumer that fans events out; a worker for the app's `running`."""
+) -> list[EventBatchConsumer]:
+    """The consumers that fan events out (FETCHERS of them on the one durable); workers for
+    the app's `running`."""
 
     async def fan_out(events: list[PassEventMessage]) -> None:
         accounts = {event.account_id for event in events}
         account_id_var.set(accounts.pop() if len(accounts) == 1 else None)
         planned, webhooks = await plan_deliveries(repo, clock, delays, events)
+        again = events.redelivered if isinstance(events, ReceivedBatch) else frozenset()
         if planned:
-            await scheduler.store_new(planned, webhooks)
+            await scheduler.store_new(planned, webhooks, frozenset(events[i].id for i in again))
 
-    return EventBatchConsumer(broker, WEBHOOKS_CONSUMER, fan_out)
+    return [EventBatchConsumer(broker, WEBHOOKS_CONSUMER, fan_out) for _ in range(FETCHERS)]

@@ -61,6 +61,14 @@ class OutcomeWriter:
             self._writing = asyncio.create_task(self._write_all())
         return await done
 
+    async def health(self, results: list[AttemptResult]) -> None:
+        """Count attempts stored with their deliveries (sent before being stored) for or
+        against their endpoints' health."""
+        try:
+            await self._health.record(results, self._now())
+        except Exception:
+            log.exception("recording the webhooks' health failed")
+
     async def _write_all(self) -> None:
         try:
             while self._queue:

@@ -25,11 +25,13 @@ endpoint), so they survive a restart of anything. Any number of replicas run thi
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import suppress
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any, Protocol
 
+from services.webhooks.delivery import Attempted
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
 from services.webhooks.slots import KeyedSlots
@@ -53,6 +55,27 @@ LEASED_PER_SLOT = 100
 LEASED_PER_SLOT_IN_ALL = 20
 # The most deliveries one listing query asks for (a store without the index pays per document).
 DUE_QUERY_LIMIT = 200
+# New deliveries stored per insert.
+INSERT_CHUNK = 200
+# How long the first attempts of new deliveries may take before the deliveries are stored
+# without their outcome (recorded later, like any attempt's).
+FIRST_SEND_SECONDS = 0.25
+
+
+class FirstSender(Protocol):
+    """Sends first attempts before their deliveries are stored (services/webhooks/delivery.py)."""
+
+    def sends_at_once(self, hook: WebhookRecord, now: datetime) -> bool: ...
+
+    async def send(
+        self, delivery: DeliveryRecord, hook: WebhookRecord, now: datetime, sent: Callable[[], None]
+    ) -> Attempted: ...
+
+    async def record(
+        self, delivery: DeliveryRecord, token: str, attempted: Attempted
+    ) -> NextState | None: ...
+
+    async def stored(self, sent: list[tuple[DeliveryRecord, Attempted]]) -> None: ...
 
 
 class Scheduler:
@@ -87,6 +110,9 @@ class Scheduler:
         self._sending_to = KeyedSlots(max_per_endpoint)
         self._sending_for = KeyedSlots(max_per_account)
         self._renewer: asyncio.Task[None] | None = None
+        self._first: FirstSender | None = None
+        # First attempts that outlived FIRST_SEND_SECONDS, to be recorded once done.
+        self._following: set[asyncio.Task[None]] = set()
         limits: dict[str, KeyLimit[DeliveryRecord]] = {
             ENDPOINT: KeyLimit(lambda d: d.webhook_id, max_per_endpoint * LEASED_PER_SLOT),
             ACCOUNT: KeyLimit(lambda d: d.account_id, max_per_account * LEASED_PER_SLOT),
@@ -112,39 +138,167 @@ class Scheduler:
         self._poller.claim_now(partial(self._claim, created))
 
     async def store_new(
-        self, created: list[DeliveryRecord], webhooks: dict[str, WebhookRecord]
+        self,
+        created: list[DeliveryRecord],
+        webhooks: dict[str, WebhookRecord],
+        redelivered_events: frozenset[str] = frozenset(),
     ) -> list[DeliveryRecord]:
-        """Store new deliveries (one insert), those that fit the limits already leased to this
-        replica, whose attempts then start at once: no claim write, no listing query. Answers
-        the deliveries stored (a redelivered event's are skipped); raises if the insert failed.
-        Those that did not fit are stored unleased, for the loop."""
+        """Attempt and store new deliveries; answers those stored (a redelivered event's that
+        exist already are skipped); raises if an insert failed (the events are redelivered).
+
+        In chunks of INSERT_CHUNK: the first attempts of a chunk go out before it is stored
+        (`_send_first`); then one insert stores the chunk: with its outcome, each delivery
+        whose attempt ended within FIRST_SEND_SECONDS; leased to this replica, those whose
+        attempt goes on and, as far as the limits allow, the rest, which are attempted at
+        once; unleased, what remains, for the loop."""
+        stored: list[DeliveryRecord] = []
+        for start in range(0, len(created), INSERT_CHUNK):
+            chunk = created[start : start + INSERT_CHUNK]
+            stored.extend(await self._store_chunk(chunk, webhooks, redelivered_events))
+        return stored
+
+    async def _store_chunk(
+        self,
+        created: list[DeliveryRecord],
+        webhooks: dict[str, WebhookRecord],
+        redelivered_events: frozenset[str],
+    ) -> list[DeliveryRecord]:
+        token = self._poller.new_token()
+        sending = self._send_first(created, webhooks, redelivered_events, token)
+        if sending:
+            await asyncio.wait(sending.values(), timeout=FIRST_SEND_SECONDS)
+        sent = {
+            delivery_id: task.result()
+            for delivery_id, task in sending.items()
+            if task.done() and not task.cancelled() and task.exception() is None
+        }
+        going_on = {delivery_id: task for delivery_id, task in sending.items() if not task.done()}
         stored: list[DeliveryRecord] = []
 
         async def insert_leased(batch: Batch[DeliveryRecord]) -> list[DeliveryRecord]:
             now = self._clock.now()
-            leased = {
-                delivery.id
-                for delivery in created
-                if delivery.status == "pending"
-                and delivery.next_attempt_at is not None
-                and delivery.next_attempt_at <= now
-                and not self._is_held_back(delivery.webhook_id, now)
-                and batch.fits(delivery)
-            }
-            lease = {"lease_until": now + self._lease, "lease_owner": batch.token}
-            records = [d.model_copy(update=lease) if d.id in leased else d for d in created]
+            lease = {"lease_until": now + self._lease, "lease_owner": token}
+            records: list[DeliveryRecord] = []
+            leased: set[str] = set()
+            for delivery in created:
+                if delivery.id in sent:
+                    records.append(delivery.model_copy(update=sent[delivery.id].changes))
+                elif delivery.id in going_on:
+                    records.append(delivery.model_copy(update=lease))
+                elif (
+                    delivery.id not in sending
+                    and self._due_now(delivery, now)
+                    and batch.fits(delivery)
+                ):
+                    leased.add(delivery.id)
+                    batch_lease = {**lease, "lease_owner": batch.token}
+                    records.append(delivery.model_copy(update=batch_lease))
+                else:  # not due, held back, over the limits, or its first send failed
+                    records.append(delivery)
             stored.extend(await self._repo.insert_deliveries(records))
             won = [delivery for delivery in stored if delivery.id in leased]
             for delivery in won:
                 self._webhooks[delivery.id] = webhooks.get(delivery.webhook_id)
             return won
 
-        await self._poller.claim_inline(insert_leased)
+        try:
+            await self._poller.claim_inline(insert_leased)
+        finally:
+            # Attempts still going on record their outcome once done, if their delivery was
+            # stored (if not, the event comes back and they are made again).
+            inserted = {delivery.id: delivery for delivery in stored}
+            for delivery_id, task in going_on.items():
+                if delivery_id in inserted:
+                    self._follow(self._record_later(inserted[delivery_id], token, task))
+                else:  # nothing to record it in: let it end, its error (if any) seen
+                    task.add_done_callback(_retrieved)
+        first = self._first
+        done = [(d, sent[d.id]) for d in stored if d.id in sent]
+        if first is not None and done:
+            await first.stored(done)
+            for _, attempted in done:
+                self._wake_for(attempted.state)
         return stored
 
-    def start(self, attempt: Attempt) -> None:
-        """Run the loop, making each claimed attempt with `attempt` (see `Attempt`)."""
+    def _due_now(self, delivery: DeliveryRecord, now: datetime) -> bool:
+        """A new delivery whose first attempt is due and whose webhook is not held back."""
+        return (
+            delivery.status == "pending"
+            and delivery.next_attempt_at is not None
+            and delivery.next_attempt_at <= now
+            and not self._is_held_back(delivery.webhook_id, now)
+        )
+
+    def _send_first(
+        self,
+        created: list[DeliveryRecord],
+        webhooks: dict[str, WebhookRecord],
+        redelivered_events: frozenset[str],
+        token: str,
+    ) -> dict[str, asyncio.Task[Attempted]]:
+        """Start the first attempts that may go out before their delivery is stored: due now,
+        to an enabled webhook that needs no check in the store first (no rate, no pause),
+        and of an event JetStream delivers for the first time (one delivered before may have
+        been sent and stored already). A crash before the store means the event comes back
+        and the attempt is made again, with the same delivery id (at least once)."""
+        first = self._first
+        if first is None or self._poller.stopping:
+            return {}
+        now = self._clock.now()
+        tasks: dict[str, asyncio.Task[Attempted]] = {}
+        for delivery in created:
+            hook = webhooks.get(delivery.webhook_id)
+            if (
+                hook is not None
+                and delivery.event_id not in redelivered_events
+                and self._due_now(delivery, now)
+                and first.sends_at_once(hook, now)
+            ):
+                attempt = self._send_now(first, delivery, hook, token)
+                tasks[delivery.id] = asyncio.create_task(attempt)
+        return tasks
+
+    async def _send_now(
+        self, first: "FirstSender", delivery: DeliveryRecord, hook: WebhookRecord, token: str
+    ) -> Attempted:
+        self._waiting[delivery.id] = token  # its lease, once stored, is renewed while it waits
+        try:
+            give_back = await self._sending_slots(delivery)
+        finally:
+            self._waiting.pop(delivery.id, None)
+        try:
+            return await first.send(delivery, hook, self._clock.now(), give_back)
+        finally:
+            give_back()
+
+    async def _record_later(
+        self, delivery: DeliveryRecord, token: str, sending: asyncio.Task[Attempted]
+    ) -> None:
+        first = self._first
+        assert first is not None
+        try:
+            attempted = await sending
+        except Exception:
+            log.exception("first attempt of delivery %s failed", delivery.id)
+            return  # its lease expires and the loop takes it up
+        if (state := await first.record(delivery, token, attempted)) is not None:
+            self._wake_for(state)
+
+    def _follow(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+
+    def _wake_for(self, state: NextState) -> None:
+        """A retry this replica scheduled wakes it when due, ahead of the poll."""
+        if state.next_attempt_at is not None:
+            self._poller.wake((state.next_attempt_at - self._clock.now()).total_seconds())
+
+    def start(self, attempt: Attempt, first: "FirstSender | None" = None) -> None:
+        """Run the loop, making each claimed attempt with `attempt` (see `Attempt`); with
+        `first`, new deliveries' first attempts go out before they are stored (`store_new`)."""
         self._attempt = attempt
+        self._first = first
         self._poller.start()
         self._renewer = asyncio.create_task(self._renew_leases(), name="webhook-lease-renewer")
 
@@ -158,6 +312,8 @@ class Scheduler:
                 await self._renewer
         waiting = dict(self._waiting)
         await self._poller.stop(grace_seconds)
+        if self._following:
+            await asyncio.wait(set(self._following), timeout=grace_seconds)
         if waiting:
             try:
                 await self._repo.release_many(waiting)
@@ -233,8 +389,7 @@ class Scheduler:
             hook = delivery.webhook_id
             until = self._held_back.get(hook, state.next_attempt_at)
             self._held_back[hook] = max(until, state.next_attempt_at)
-        # A retry this replica scheduled wakes it when due, ahead of the poll.
-        self._poller.wake((state.next_attempt_at - self._clock.now()).total_seconds())
+        self._wake_for(state)
 
     async def _sending_slots(self, delivery: DeliveryRecord) -> Callable[[], None]:
         """Wait for a slot to the endpoint, then for the account, then in all (requests in
@@ -264,3 +419,8 @@ class Scheduler:
                 await self._repo.renew(dict(self._waiting), self._clock.now() + self._lease)
             except Exception:
                 log.exception("renewing the leases of waiting deliveries failed")
+
+
+def _retrieved(task: asyncio.Task[Attempted]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.warning("an attempt whose delivery was not stored failed: %r", error)

@@ -72,14 +72,13 @@ def test_a_slow_account_never_delays_another_accounts_delivery(stack: Stack) -> 
             created, held = _claims_by_replica(stack, busy.id)
             return (
                 created == SLOW_WEBHOOKS * PASSES
-                and len(held) == 2
-                and all(n >= SHARE for n in held.values())
-                and receiver.most_in_flight("/slow") >= 2 * SHARE
+                and sum(held.values()) == created
+                and receiver.most_in_flight("/slow") >= SHARE
             )
 
-        # Every delivery of A exists and both replicas hold A's whole share, each attempt
-        # waiting on the slow endpoint.
-        poll(saturated, timeout=30, message="both replicas holding the busy account's share")
+        # Every delivery of A exists, leased by the replica(s) that fanned its events out, and
+        # at least one replica sends A's whole share, each request waiting on the slow endpoint.
+        poll(saturated, timeout=30, message="a replica sending the busy account's share")
 
         fresh = stack.new_account()
         with stack.client(headers=fresh.headers()) as client:
@@ -92,4 +91,4 @@ def test_a_slow_account_never_delays_another_accounts_delivery(stack: Stack) -> 
         assert elapsed < BOUND_SECONDS, f"B's delivery took {elapsed:.2f} s"
         # Still A's share only: the slow endpoint never got more requests at once than two
         # replicas' shares.
-        assert receiver.most_in_flight("/slow") == 2 * SHARE
+        assert receiver.most_in_flight("/slow") <= 2 * SHARE

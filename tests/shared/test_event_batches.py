@@ -149,9 +149,16 @@ async def test_a_failed_batch_comes_back_and_is_stored_once(
     for event in events:
         await _publish(broker, event, event.id)
     failures = 0
+    marked: list[bool] = []  # per event of ours handed over: was it marked as redelivered?
 
     async def flaky(batch: list[PassEventMessage]) -> None:
         nonlocal failures
+        assert isinstance(batch, event_batches.ReceivedBatch)
+        marked.extend(
+            index in batch.redelivered
+            for index, event in enumerate(batch)
+            if event.account_id == account
+        )
         mine = [event for event in batch if event.account_id == account]
         # Half of it is stored, then the store "fails": the whole batch is redelivered.
         await record_events(repo, mine[: len(mine) // 2])
@@ -165,3 +172,5 @@ async def test_a_failed_batch_comes_back_and_is_stored_once(
         await until(lambda: _nothing_pending(broker, durable), "the retried batch acknowledged")
     assert failures == 1
     assert await db["pass_events"].count_documents({"account_id": account}) == 4
+    # First handed over as delivered for the first time, then, after the failure, as redelivered.
+    assert marked == [False] * 4 + [True] * 4

@@ -2,12 +2,13 @@
 
 Each webhook in a test gets its own path; `behave(path, ...)` tells that path how to answer:
 fail its first N requests per delivery (counted by the `webhook-id` header), answer slowly,
-redirect, or send a long body. `requests(path)` lists what arrived; `attempts(path)` counts
-requests per delivery, so a test can check that no attempt was sent twice.
+redirect, or send a long body. `requests(path)` lists what arrived, and when; `attempts(path)`
+counts requests per delivery, so a test can check that no attempt was sent twice.
 """
 
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ class Received:
     headers: dict[str, str]  # names lower-cased
     body: bytes
     status: int  # what the receiver answered
+    at: float  # time.time() on arrival (body read), to compare with stored times
 
     @property
     def delivery_id(self) -> str:
@@ -36,6 +38,7 @@ class Behaviour:
     body: str = "ok"
     delay_seconds: float = 0.0  # wait this long before answering (a slow endpoint)
     redirect_to: str | None = None  # answer 302 with this Location
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every answer
     served: Counter[str] = field(default_factory=Counter)
 
 
@@ -88,7 +91,7 @@ class Receiver:
                 status = behaviour.fail_status
             else:
                 status = behaviour.status
-            self._received.append(Received(path, headers, body, status))
+            self._received.append(Received(path, headers, body, status, time.time()))
             self._in_flight[path] += 1
             self._most_in_flight[path] = max(self._most_in_flight[path], self._in_flight[path])
             return behaviour, status
@@ -124,6 +127,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 self.send_response(status)
                 if behaviour.redirect_to is not None:
                     self.send_header("Location", behaviour.redirect_to)
+                for name, value in behaviour.headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "text/plain; charset=utf-8")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
