@@ -70,7 +70,7 @@ class EndpointHealth:
             since = doc.get("failing_since")
             if since is None or not doc.get("enabled", True):
                 continue
-            if since == failing[doc["_id"]]:
+            if since == _millis(failing[doc["_id"]]):
                 log.warning(
                     "webhook %s of account %s started failing at %s: it is disabled if every "
                     "attempt fails until %s",
@@ -95,6 +95,11 @@ class EndpointHealth:
                 self._disable_after,
                 cutoff.isoformat(),
             )
+
+
+def _millis(moment: datetime | None) -> datetime | None:
+    """As the store keeps it (BSON dates have milliseconds), to compare with what it stored."""
+    return None if moment is None else moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def _tally(results: list[AttemptResult]) -> dict[str, _Tally]:

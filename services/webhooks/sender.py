@@ -37,7 +37,7 @@ _READ_BYTES = RESPONSE_BODY_CHARS * 4
 # https hosts with a pool of their own at once; more are served, the least recently used
 # host's pool being closed.
 TLS_POOLS = 64
-# Answers whose Retry-After holds the endpoint back (docs/webhooks.md#throttling).
+# Answers whose Retry-After holds the endpoint back (docs/webhooks.md#throttling-and-retry-after).
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 
@@ -175,7 +175,8 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    # ASCII only: str.isdigit() also takes "²", which float() refuses (RFC 9110: DIGIT).
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = parsedate_to_datetime(value)

@@ -144,6 +144,11 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
 
 class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 overflows when replicas open their connection pools
+    # at once (a burst, a takeover after kill -9): the dropped SYNs are retried by the kernel
+    # after 1 s, 3 s, 7 s, which can outlast a short attempt timeout and fail an attempt.
+    request_queue_size = 128
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A sender killed mid-connection (the fault suite does it on purpose) is not an error
         # of the receiver: no traceback for it.

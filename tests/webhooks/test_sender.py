@@ -1,13 +1,15 @@
 """One attempt against a real HTTP receiver on loopback: what is sent, what counts as success,
-and that the request goes to an address checked at this attempt."""
+that the request goes to an address checked at this attempt, and the wait a 429 or 503 asks
+for with Retry-After."""
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from services.webhooks.resolver import resolver
-from services.webhooks.sender import RESPONSE_BODY_CHARS, Outcome, Sender
+from services.webhooks.sender import RESPONSE_BODY_CHARS, Outcome, Sender, retry_after_seconds
 from tests.support.receiver import Receiver, running_receiver
 
 BODY = '{"id":"psEvnt_1","type":"pass.issued"}'
@@ -108,3 +110,43 @@ async def test_a_private_address_is_refused_and_nothing_is_sent(
     assert outcome.response_body.startswith("refused, nothing was sent")
     assert "127.0.0.1" in outcome.response_body
     assert receiver.requests() == []
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_429_or_503_reports_its_retry_after(receiver: Receiver, status: int) -> None:
+    receiver.behave("/busy", status=status, body="slow down", headers={"Retry-After": "7"})
+    outcome = await send(sender(), receiver.url("/busy"))
+    assert outcome == Outcome(False, status, "slow down", retry_after=7.0)
+
+
+@pytest.mark.parametrize("status", [200, 500])
+async def test_other_statuses_ignore_retry_after(receiver: Receiver, status: int) -> None:
+    receiver.behave("/other", status=status, headers={"Retry-After": "7"})
+    assert (await send(sender(), receiver.url("/other"))).retry_after is None
+
+
+NOW = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("2", 2.0),
+        (" 120 ", 120.0),
+        ("0", 0.0),
+        ("Wed, 21 Oct 2015 07:28:30 GMT", 30.0),  # an HTTP-date, 30 s after NOW
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
+        ("Wed, 21 Oct 2015 07:20:00 GMT", 0.0),  # already past: no wait, never negative
+    ],
+)
+def test_retry_after_in_seconds_or_as_a_date(header: str, seconds: float) -> None:
+    assert retry_after_seconds(header, NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "", "-5", "1.5", "soon", "2 seconds", "0x10", "²", "٣", "Wed, 21 Oct 2015 07:28:30"],
+)
+def test_a_missing_or_malformed_retry_after_is_none(header: str | None) -> None:
+    # A date without its zone names no instant; digits are ASCII digits only (RFC 9110).
+    assert retry_after_seconds(header, NOW) is None
