@@ -16,7 +16,7 @@ webhook deletes its deliveries, which ends their retries.
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -220,8 +220,9 @@ class Deliverer:
             "response_body": outcome.response_body,
             "trigger": "manual" if manual else "scheduled",
         }
-        result = AttemptResult(hook.id, outcome.ok, now, self._pause(outcome, state, now))
-        return Attempted(state, changes, result)
+        pause = self._pause(outcome, state, now)
+        state = replace(state, paused_until=pause)
+        return Attempted(state, changes, AttemptResult(hook.id, outcome.ok, now, pause))
 
     async def record(
         self, delivery: DeliveryRecord, token: str, attempted: Attempted

@@ -17,6 +17,8 @@ class NextState:
     next_attempt_at: datetime | None
     # Not attempted: the endpoint is held back (its rate, a Retry-After) until next_attempt_at.
     held_back: bool = False
+    # Attempted and answered with a Retry-After: nothing is sent to the endpoint before this.
+    paused_until: datetime | None = None
 
 
 def first_attempt_at(created_at: datetime, delays: list[float]) -> datetime:

@@ -167,11 +167,12 @@ class Scheduler:
         sending = self._send_first(created, webhooks, redelivered_events, token)
         if sending:
             await asyncio.wait(sending.values(), timeout=FIRST_SEND_SECONDS)
-        sent = {
+        ended = {
             delivery_id: task.result()
             for delivery_id, task in sending.items()
             if task.done() and not task.cancelled() and task.exception() is None
         }
+        sent = {key: attempted for key, attempted in ended.items() if attempted is not None}
         going_on = {delivery_id: task for delivery_id, task in sending.items() if not task.done()}
         stored: list[DeliveryRecord] = []
 
@@ -185,6 +186,10 @@ class Scheduler:
                     records.append(delivery.model_copy(update=sent[delivery.id].changes))
                 elif delivery.id in going_on:
                     records.append(delivery.model_copy(update=lease))
+                elif delivery.id in ended:  # paused while it waited: due when the pause ends
+                    until = self._paused(delivery.webhook_id) or now
+                    records.append(delivery.model_copy(update={"next_attempt_at": until}))
+                    self._poller.wake((until - now).total_seconds())
                 elif (
                     delivery.id not in sending
                     and self._due_now(delivery, now)
@@ -216,8 +221,8 @@ class Scheduler:
         done = [(d, sent[d.id]) for d in stored if d.id in sent]
         if first is not None and done:
             await first.stored(done)
-            for _, attempted in done:
-                self._wake_for(attempted.state)
+            for delivery, attempted in done:
+                self._note(delivery.webhook_id, attempted.state)
         return stored
 
     def _due_now(self, delivery: DeliveryRecord, now: datetime) -> bool:
@@ -235,7 +240,7 @@ class Scheduler:
         webhooks: dict[str, WebhookRecord],
         redelivered_events: frozenset[str],
         token: str,
-    ) -> dict[str, asyncio.Task[Attempted]]:
+    ) -> dict[str, asyncio.Task[Attempted | None]]:
         """Start the first attempts that may go out before their delivery is stored: due now,
         to an enabled webhook that needs no check in the store first (no rate, no pause),
         and of an event JetStream delivers for the first time (one delivered before may have
@@ -245,7 +250,7 @@ class Scheduler:
         if first is None or self._poller.stopping:
             return {}
         now = self._clock.now()
-        tasks: dict[str, asyncio.Task[Attempted]] = {}
+        tasks: dict[str, asyncio.Task[Attempted | None]] = {}
         for delivery in created:
             hook = webhooks.get(delivery.webhook_id)
             if (
@@ -260,19 +265,22 @@ class Scheduler:
 
     async def _send_now(
         self, first: "FirstSender", delivery: DeliveryRecord, hook: WebhookRecord, token: str
-    ) -> Attempted:
+    ) -> Attempted | None:
+        """The attempt; None if the endpoint was paused while it waited for a slot."""
         self._waiting[delivery.id] = token  # its lease, once stored, is renewed while it waits
         try:
             give_back = await self._sending_slots(delivery)
         finally:
             self._waiting.pop(delivery.id, None)
         try:
+            if self._paused(delivery.webhook_id) is not None:
+                return None
             return await first.send(delivery, hook, self._clock.now(), give_back)
         finally:
             give_back()
 
     async def _record_later(
-        self, delivery: DeliveryRecord, token: str, sending: asyncio.Task[Attempted]
+        self, delivery: DeliveryRecord, token: str, sending: asyncio.Task[Attempted | None]
     ) -> None:
         first = self._first
         assert first is not None
@@ -281,18 +289,32 @@ class Scheduler:
         except Exception:
             log.exception("first attempt of delivery %s failed", delivery.id)
             return  # its lease expires and the loop takes it up
-        if (state := await first.record(delivery, token, attempted)) is not None:
-            self._wake_for(state)
+        if attempted is None:  # paused while it waited: due again when the pause ends
+            until = self._paused(delivery.webhook_id) or self._clock.now()
+            await self._repo.postpone(delivery.id, token, until, manual=False)
+            self._poller.wake((until - self._clock.now()).total_seconds())
+        elif (state := await first.record(delivery, token, attempted)) is not None:
+            self._note(delivery.webhook_id, state)
 
     def _follow(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._following.add(task)
         task.add_done_callback(self._following.discard)
 
-    def _wake_for(self, state: NextState) -> None:
-        """A retry this replica scheduled wakes it when due, ahead of the poll."""
+    def _note(self, webhook_id: str, state: NextState) -> None:
+        """After an attempt (or its postponement): hold the endpoint back if it asked for a
+        pause or had to wait, and wake this replica when the delivery is due again, ahead of
+        the poll."""
+        until = state.paused_until or (state.next_attempt_at if state.held_back else None)
+        if until is not None:
+            self._held_back[webhook_id] = max(until, self._held_back.get(webhook_id, until))
         if state.next_attempt_at is not None:
             self._poller.wake((state.next_attempt_at - self._clock.now()).total_seconds())
+
+    def _paused(self, webhook_id: str) -> datetime | None:
+        """Until when nothing may be sent to the webhook, as this replica knows; None: now."""
+        now = self._clock.now()
+        return self._held_back[webhook_id] if self._is_held_back(webhook_id, now) else None
 
     def start(self, attempt: Attempt, first: "FirstSender | None" = None) -> None:
         """Run the loop, making each claimed attempt with `attempt` (see `Attempt`); with
@@ -376,20 +398,21 @@ class Scheduler:
             lease.free_keys()
 
         try:
-            state = await attempt(delivery, webhook, lease.token, sent)
+            if (until := self._paused(delivery.webhook_id)) is not None:
+                # Paused while it waited (a Retry-After this replica just heard): not sent.
+                manual = delivery.manual_at is not None
+                await self._repo.postpone(delivery.id, lease.token, until, manual=manual)
+                state: NextState | None = NextState(delivery.status, until, held_back=True)
+            else:
+                state = await attempt(delivery, webhook, lease.token, sent)
         except Exception:
             # The lease stays; the attempt is taken up again when it expires.
             log.exception("attempt of delivery %s failed", delivery.id)
             return
         finally:
             sent()
-        if state is None or state.next_attempt_at is None:
-            return
-        if state.held_back:
-            hook = delivery.webhook_id
-            until = self._held_back.get(hook, state.next_attempt_at)
-            self._held_back[hook] = max(until, state.next_attempt_at)
-        self._wake_for(state)
+        if state is not None:
+            self._note(delivery.webhook_id, state)
 
     async def _sending_slots(self, delivery: DeliveryRecord) -> Callable[[], None]:
         """Wait for a slot to the endpoint, then for the account, then in all (requests in
@@ -421,6 +444,6 @@ class Scheduler:
                 log.exception("renewing the leases of waiting deliveries failed")
 
 
-def _retrieved(task: asyncio.Task[Attempted]) -> None:
+def _retrieved(task: asyncio.Task[Attempted | None]) -> None:
     if not task.cancelled() and (error := task.exception()) is not None:
         log.warning("an attempt whose delivery was not stored failed: %r", error)

@@ -357,3 +357,42 @@ async def _leased(repo: WebhookRepository, account_id: str) -> int:
     return await repo.deliveries.count_documents(
         {"account_id": account_id, "lease_owner": {"$ne": None}}
     )
+
+
+async def test_a_pause_heard_while_deliveries_wait_holds_them_back(
+    repo: WebhookRepository,
+) -> None:
+    """A Retry-After answer pauses the endpoint for the deliveries already leased and waiting
+    for its slot too: they are postponed to the pause's end, not sent, not counted."""
+    now = datetime.now(UTC)
+    pause_until = now + timedelta(seconds=30)
+    records = [delivery(webhook_id="whk_busy", next_attempt_at=now) for _ in range(4)]
+    for record in records:
+        await repo.insert_delivery(record)
+    attempted: list[str] = []
+
+    async def attempt(
+        record: DeliveryRecord,
+        hook: WebhookRecord | None,
+        token: str,
+        sent: Callable[[], None],
+    ) -> NextState | None:
+        attempted.append(record.id)
+        changes = {"status": "failed", "attempts": 1, "next_attempt_at": pause_until}
+        await _record(repo, record.id, token, changes)
+        return NextState("failed", pause_until, paused_until=pause_until)
+
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=1)
+    scheduler.start(attempt)
+    try:
+        await _until(lambda: _postponed(repo, pause_until), 3)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+    assert len(attempted) == 1
+    assert await repo.deliveries.count_documents({"attempts": 0, "lease_owner": None}) == 3
+
+
+async def _postponed(repo: WebhookRepository, until: datetime) -> int:
+    return await repo.deliveries.count_documents(
+        {"attempts": 0, "next_attempt_at": {"$gte": until - timedelta(milliseconds=1)}}
+    )
