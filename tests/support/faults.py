@@ -13,7 +13,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -307,12 +307,24 @@ def replicas_ready(stack: Stack, names: list[str], service: str = "issuer") -> b
     return True
 
 
-def kill_and_restart(stack: Stack, names: list[str]) -> None:
-    """kill -9 the named issuer replicas together, start them again, wait until ready."""
+def kill_and_restart(
+    stack: Stack,
+    names: list[str],
+    service: str = "issuer",
+    when_dead: Callable[[], None] | None = None,
+) -> None:
+    """kill -9 the named replicas of `service` together, start them again, wait until ready.
+    `when_dead` runs once they are all dead and before they start: to read what they left."""
     for name in names:
         stack.children[name].kill()
     for name in names:
         stack.children[name].wait(5.0)
+    if when_dead is not None:
+        when_dead()
     for name in names:
         stack.children[name].start()
-    poll(lambda: replicas_ready(stack, names), timeout=60, message=f"{names} ready again")
+    poll(
+        lambda: replicas_ready(stack, names, service),
+        timeout=60,
+        message=f"{names} ready again",
+    )
