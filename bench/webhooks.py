@@ -1,21 +1,30 @@
 """Webhook delivery throughput and latency: the whole stack under `tessera up`, a local receiver.
 
 Run with `python -m bench.webhooks [--passes 200] [--webhooks 1,10] [--concurrency 16]
-[--quiet-passes 30]`. It
-starts `tessera up` on a fresh data directory (like bench.issue; development settings, so
-webhooks may target loopback), runs a receiver on 127.0.0.1 that answers 200 at once, and for
-each level subscribes that many webhooks of the development account to `pass.issued`, then
-issues passes: first 30 one at a time (the latency of a quiet system), then N at the given
-concurrency with 1 and with 10 webhooks. Every `created` event becomes one delivery per
-webhook. It waits until every delivery arrived and reports:
+[--quiet-passes 30] [--no-slow] [--no-batch]`. It starts `tessera up` on a fresh data directory
+(like bench.issue; development settings, so webhooks may target loopback), runs a receiver on
+127.0.0.1 that answers 200 at once, and for each level subscribes that many webhooks of the
+development account to `pass.issued`, then issues passes:
 
-- deliveries per second: deliveries received / (last arrival - first arrival);
+1. 30 one at a time, 1 webhook (the latency of a quiet system);
+2. N at the given concurrency with 1 and with 10 webhooks (deliveries paced by issuing);
+3. the same with 10 webhooks of which one answers 500 after 2 s: the nine healthy ones'
+   numbers, to compare with level 2's (isolation of a slow endpoint);
+4. N with 10 webhooks issued with POST /v1/passes/batch (100 rows a request, all at once):
+   the events come faster than the delivery path takes them, so this is its capacity.
+
+Every `created` event becomes one delivery per webhook. It waits until every delivery (of the
+healthy webhooks) arrived and reports:
+
+- deliveries per second: deliveries received / (last arrival - first arrival), and its ratio
+  to the raw POSTs/s: the same HTTP client library as the sender (httpx2, a keep-alive pool,
+  16 at a time) POSTing one real signed delivery to the same receiver from this process,
+  measured after the first level and again at the end (the mean of the two);
 - latency from the event (its `created_at`, milliseconds) to the first attempt's arrival at the
   receiver, p50 / p99 / max;
 - duplicates (a delivery id that arrived more than once; 0 expected when every answer is 200).
 
-With one webhook the rate is bound by pass issuing; with ten per event the delivery path does
-ten times the work. Numbers go to bench/results/webhooks.json.
+Numbers go to bench/results/webhooks.json.
 """
 
 import argparse
@@ -35,7 +44,7 @@ from typing import Any
 
 import httpx2
 
-from bench.issue import create_template, issue_many, parse_levels
+from bench.issue import create_template, issue_many, parse_levels, pass_body
 from bench.pkpass import format_table, machine_facts, percentile, write_results
 from bench.stack import Stack as RunningStack
 from bench.stack import new_client, running_stack
@@ -122,6 +131,7 @@ def receiver() -> Iterator[tuple[str, Collector]]:
 class LevelResult:
     webhooks: int
     slow_webhooks: int  # of `webhooks`, answering 500 after SLOW_SECONDS; not counted below
+    batch: bool  # issued with POST /v1/passes/batch, `issue_concurrency` requests at once
     passes: int
     issue_concurrency: int
     deliveries: int
@@ -140,6 +150,20 @@ class Level:
     passes: int
     concurrency: int
     slow: int = 0
+    batch: bool = False  # issue with POST /v1/passes/batch (100 rows each, all at once)
+
+
+async def issue_in_batches(client: httpx2.AsyncClient, template_id: str, passes: int) -> int:
+    """Issue `passes` passes with POST /v1/passes/batch, 100 rows per request, all requests
+    at once; answers how many were created."""
+
+    async def one(first: int) -> int:
+        rows = [pass_body(template_id, n) for n in range(first, min(first + 100, passes))]
+        response = await client.post("/v1/passes/batch", json={"passes": rows})
+        response.raise_for_status()
+        return sum(1 for row in response.json()["data"] if row["status"] == 201)
+
+    return sum(await asyncio.gather(*(one(first) for first in range(0, passes, 100))))
 
 
 async def raw_posts_per_second(base: str, collector: Collector) -> float:
@@ -165,7 +189,7 @@ async def raw_posts_per_second(base: str, collector: Collector) -> float:
 async def run_level(
     stack: RunningStack, base: str, collector: Collector, level: Level, raw: float
 ) -> LevelResult:
-    prefix = f"/level-{level.webhooks}-{level.slow}-{level.concurrency}/"
+    prefix = f"/level-{level.webhooks}-{level.slow}-{level.concurrency}-{level.batch}/"
     async with new_client(stack, level.concurrency) as client:
         for n in range(level.webhooks):
             path = f"{prefix}{n}{SLOW_SUFFIX if n < level.slow else ''}"
@@ -174,10 +198,14 @@ async def run_level(
             if response.status_code != 200:
                 raise RuntimeError(f"webhook creation failed: {response.text}")
         template_id = await create_template(client)
-        outcome, _ = await issue_many(client, template_id, level.passes, level.concurrency, 0)
-        if outcome.errors:
-            raise RuntimeError(f"issuing failed: {outcome.errors[:3]}")
-        expected = len(outcome.pass_ids) * (level.webhooks - level.slow)
+        if level.batch:
+            issued = await issue_in_batches(client, template_id, level.passes)
+        else:
+            outcome, _ = await issue_many(client, template_id, level.passes, level.concurrency, 0)
+            if outcome.errors:
+                raise RuntimeError(f"issuing failed: {outcome.errors[:3]}")
+            issued = len(outcome.pass_ids)
+        expected = issued * (level.webhooks - level.slow)
         deadline = time.monotonic() + DELIVERY_TIMEOUT
         while len({a.delivery_id for a in _healthy(collector, prefix)}) < expected:
             if time.monotonic() > deadline:
@@ -197,6 +225,7 @@ async def run_level(
     return LevelResult(
         webhooks=level.webhooks,
         slow_webhooks=level.slow,
+        batch=level.batch,
         passes=level.passes,
         issue_concurrency=level.concurrency,
         deliveries=len(first),
@@ -222,7 +251,7 @@ def table(levels: Sequence[LevelResult]) -> str:
             str(r.webhooks),
             str(r.slow_webhooks),
             str(r.passes),
-            str(r.issue_concurrency),
+            f"{r.issue_concurrency} batch" if r.batch else str(r.issue_concurrency),
             str(r.deliveries),
             str(r.duplicates),
             f"{r.seconds:.2f}",
@@ -244,6 +273,8 @@ async def drive(stack: RunningStack, args: argparse.Namespace) -> tuple[list[Lev
     levels += [Level(n, args.passes, args.concurrency) for n in args.webhooks]
     if args.slow:
         levels.append(Level(10, args.passes, args.concurrency, slow=1))
+    if args.batch:
+        levels.append(Level(10, args.passes, -(-args.passes // 100), batch=True))
     results = []
     with receiver() as (base, collector):
         raw = 0.0
@@ -274,6 +305,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet-passes", type=int, default=30)
     parser.add_argument(
         "--no-slow", dest="slow", action="store_false", help="skip the slow-endpoint level"
+    )
+    parser.add_argument(
+        "--no-batch", dest="batch", action="store_false", help="skip the batch-issued level"
     )
     return parser.parse_args(argv)
 
