@@ -8,8 +8,9 @@ development account to `pass.issued`, then issues passes:
 
 1. 30 one at a time, 1 webhook (the latency of a quiet system);
 2. N at the given concurrency with 1 and with 10 webhooks (deliveries paced by issuing);
-3. the same with 10 webhooks of which one answers 500 after 2 s: the nine healthy ones'
-   numbers, to compare with level 2's (isolation of a slow endpoint);
+3. the same with 10 webhooks of which one answers 500 after 2 s, alternated with 10 healthy
+   ones (`--isolation-rounds`, 3 slow levels): the healthy ones' median p99 beside the slow
+   one against their median p99 without it (isolation of a slow endpoint);
 4. N with 10 webhooks issued with POST /v1/passes/batch (100 rows a request, all at once):
    the events come faster than the delivery path takes them, so this is its capacity.
 
@@ -29,6 +30,7 @@ Numbers go to bench/results/webhooks.json.
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
@@ -55,6 +57,7 @@ POLL_INTERVAL = 0.05
 SLOW_SUFFIX = "/slow"
 SLOW_SECONDS = 2.0
 RAW_POSTS = 3000
+LEVEL_RUNS = itertools.count(1)
 RAW_CONCURRENCY = 16
 HOP_HEADERS = {"host", "content-length", "connection"}
 
@@ -189,7 +192,8 @@ async def raw_posts_per_second(base: str, collector: Collector) -> float:
 async def run_level(
     stack: RunningStack, base: str, collector: Collector, level: Level, raw: float
 ) -> LevelResult:
-    prefix = f"/level-{level.webhooks}-{level.slow}-{level.concurrency}-{level.batch}/"
+    # Unique per run of a level: a level that runs again must not count the last run's arrivals.
+    prefix = f"/level-{next(LEVEL_RUNS)}-{level.webhooks}-{level.slow}-{level.batch}/"
     async with new_client(stack, level.concurrency) as client:
         for n in range(level.webhooks):
             path = f"{prefix}{n}{SLOW_SUFFIX if n < level.slow else ''}"
@@ -272,7 +276,14 @@ async def drive(stack: RunningStack, args: argparse.Namespace) -> tuple[list[Lev
     levels = [Level(1, args.quiet_passes, 1)]
     levels += [Level(n, args.passes, args.concurrency) for n in args.webhooks]
     if args.slow:
-        levels.append(Level(10, args.passes, args.concurrency, slow=1))
+        # Alternated, so the comparison is not one level against another on a machine whose
+        # speed drifts: each kind's median p99 over the rounds.
+        healthy, slow = (
+            Level(10, args.passes, args.concurrency),
+            Level(10, args.passes, args.concurrency, slow=1),
+        )
+        for round_ in range(args.isolation_rounds):
+            levels += [slow, healthy] if round_ < args.isolation_rounds - 1 else [slow]
     if args.batch:
         levels.append(Level(10, args.passes, -(-args.passes // 100), batch=True))
     results = []
@@ -294,7 +305,29 @@ async def drive(stack: RunningStack, args: argparse.Namespace) -> tuple[list[Lev
     print(f"raw POSTs/s, mean of the two measurements: {raw:.1f}")
     for result in results:
         result.ratio_to_raw_posts = round(result.deliveries_per_second / raw, 3)
+    if (isolation := isolation_summary(results)) is not None:
+        print(isolation)
     return results, raw
+
+
+def isolation_summary(results: Sequence[LevelResult]) -> str | None:
+    """The healthy webhooks' median p99 with ten healthy webhooks and beside a slow one."""
+
+    def median_p99(slow: int) -> float | None:
+        p99s = sorted(
+            r.latency_p99_ms
+            for r in results
+            if r.webhooks == 10 and r.slow_webhooks == slow and not r.batch
+        )
+        return p99s[len(p99s) // 2] if p99s else None
+
+    alone, beside = median_p99(0), median_p99(1)
+    if alone is None or beside is None:
+        return None
+    return (
+        f"isolation: healthy p99, median over the rounds: {alone:.1f} ms with ten healthy "
+        f"webhooks, {beside:.1f} ms beside a slow one ({beside / alone - 1:+.0%})"
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -308,6 +341,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--no-batch", dest="batch", action="store_false", help="skip the batch-issued level"
+    )
+    parser.add_argument(
+        "--isolation-rounds",
+        type=int,
+        default=3,
+        help="slow-endpoint levels, alternated with healthy ones (default 3)",
     )
     return parser.parse_args(argv)
 
@@ -327,6 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "passes_per_level": args.passes,
             "issue_concurrency": args.concurrency,
             "raw_posts_per_second": round(raw, 1),
+            "isolation": isolation_summary(levels),
             "store": "secantusd-py (the embedded MongoDB-wire store of tessera up)",
             "levels": [asdict(level) for level in levels],
             "machine": machine_facts(),
