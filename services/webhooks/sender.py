@@ -17,6 +17,7 @@ check) for one host name must never carry a request for another host name that s
 
 import asyncio
 import logging
+import ssl
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -70,10 +71,14 @@ class Sender:
         allow_private: bool,
         max_connections: int,
         resolver: Resolve = resolve,
+        trust: ssl.SSLContext | None = None,
     ):
+        """`trust`: the certificates https endpoints are checked against (default: the
+        system's and certifi's, as httpx2 does; tests pass a context trusting their own CA)."""
         self._timeout = timeout_seconds
         self._allow_private = allow_private
         self._resolver = resolver
+        self._trust: ssl.SSLContext | bool = trust if trust is not None else True
         self._limits = httpx2.Limits(max_connections=max_connections)
         self._plain = _client(timeout_seconds, self._limits)
         self._tls: OrderedDict[str, httpx2.AsyncClient] = OrderedDict()
@@ -88,7 +93,7 @@ class Sender:
         """The host's own pool (see the module's docstring)."""
         client = self._tls.get(host)
         if client is None:
-            client = self._tls[host] = _client(self._timeout, self._limits)
+            client = self._tls[host] = _client(self._timeout, self._limits, self._trust)
             if len(self._tls) > TLS_POOLS:
                 _, oldest = self._tls.popitem(last=False)
                 # Requests in flight on it finish; it is closed in the background.
@@ -163,9 +168,15 @@ class Sender:
         raise refused or httpx2.ConnectError(f"{target.host} has no address")
 
 
-def _client(timeout_seconds: float, limits: httpx2.Limits) -> httpx2.AsyncClient:
+def _client(
+    timeout_seconds: float, limits: httpx2.Limits, verify: ssl.SSLContext | bool = True
+) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(
-        timeout=timeout_seconds, limits=limits, follow_redirects=False, trust_env=False
+        timeout=timeout_seconds,
+        limits=limits,
+        follow_redirects=False,
+        trust_env=False,
+        verify=verify,
     )
 
 
