@@ -1,6 +1,6 @@
 """The webhooks service's durable consumer of the events stream: fan-out, then acknowledge.
 
-The consumer takes the events a batch at a time (shared/event_batches.py), two batches in hand
+The consumer takes the events a batch at a time (shared/event_batches.py), four batches in hand
 at once per replica. Each event becomes one pending delivery per subscribed webhook
 (services/webhooks/delivery.py); the scheduler sends the first attempts it may send at once,
 then stores the batch's deliveries with one insert per chunk, with the outcomes of the attempts
@@ -23,8 +23,9 @@ from shared.logs import account_id_var
 from shared.messages import WEBHOOKS_CONSUMER, PassEventMessage
 
 # Batches in hand at once per replica: while one waits on its first attempts' answers or on
-# its insert, another is fanned out.
-FETCHERS = 2
+# its insert, the others are fanned out. Measured with bench.webhooks (10 webhooks x 200
+# passes): p50 event -> arrival 1.0-1.2 s with 2, 0.72-0.75 s with 4, 0.63 s with 8.
+FETCHERS = 4
 
 
 def register(
