@@ -25,6 +25,7 @@ endpoint), so they survive a restart of anything. Any number of replicas run thi
 
 import asyncio
 import logging
+from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import suppress
 from datetime import datetime, timedelta
@@ -58,8 +59,11 @@ DUE_QUERY_LIMIT = 200
 # New deliveries stored per insert.
 INSERT_CHUNK = 200
 # How long the first attempts of new deliveries may take before the deliveries are stored
-# without their outcome (recorded later, like any attempt's).
+# without their outcome (recorded later, like any attempt's); and how long a quiet spell
+# (no attempt ending) may last before: the attempts left then are slow or waiting for a slot,
+# and a slow endpoint must not hold up the storing of its batch for the healthy ones.
 FIRST_SEND_SECONDS = 0.25
+FIRST_SEND_QUIET_SECONDS = 0.05
 
 
 class FirstSender(Protocol):
@@ -165,8 +169,7 @@ class Scheduler:
     ) -> list[DeliveryRecord]:
         token = self._poller.new_token()
         sending = self._send_first(created, webhooks, redelivered_events, token)
-        if sending:
-            await asyncio.wait(sending.values(), timeout=FIRST_SEND_SECONDS)
+        await _until_sent_or_quiet(set(sending.values()))
         ended = {
             delivery_id: task.result()
             for delivery_id, task in sending.items()
@@ -447,3 +450,16 @@ class Scheduler:
 def _retrieved(task: asyncio.Task[Attempted | None]) -> None:
     if not task.cancelled() and (error := task.exception()) is not None:
         log.warning("an attempt whose delivery was not stored failed: %r", error)
+
+
+async def _until_sent_or_quiet(sending: set[asyncio.Task[Attempted | None]]) -> None:
+    """Wait until every attempt ended, FIRST_SEND_SECONDS passed, or none ended for
+    FIRST_SEND_QUIET_SECONDS."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FIRST_SEND_SECONDS
+    while sending and (left := deadline - loop.time()) > 0:
+        ended, sending = await asyncio.wait(
+            sending, timeout=min(left, FIRST_SEND_QUIET_SECONDS), return_when=FIRST_COMPLETED
+        )
+        if not ended:
+            return

@@ -7,6 +7,9 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import pytest
+
+from services.webhooks import scheduler as scheduler_module
 from services.webhooks.delivery import Attempted
 from services.webhooks.endpoint_health import AttemptResult
 from services.webhooks.repository import WebhookRepository
@@ -159,3 +162,26 @@ async def test_a_delivery_made_again_from_a_redelivered_event_keeps_its_id() -> 
 
 async def _delivered(repo: WebhookRepository) -> int:
     return await repo.deliveries.count_documents({"status": "delivered"})
+
+
+async def test_a_slow_endpoint_does_not_hold_up_the_storing_of_its_batch(
+    repo: WebhookRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once no attempt has ended for a quiet spell, the batch is stored: the healthy
+    endpoints' deliveries with their outcome, the slow one's leased, long before the budget."""
+    monkeypatch.setattr(scheduler_module, "FIRST_SEND_SECONDS", 3600.0)
+    slow, quick = webhook(), webhook()
+    created = [delivery(webhook_id=slow.id)] + [delivery(webhook_id=quick.id) for _ in range(8)]
+    first = FirstSender(repo, slow=frozenset({slow.id}))
+    scheduler = _scheduler(repo)
+    scheduler.start(_never, first=first)
+    try:
+        async with asyncio.timeout(30):  # the budget is an hour: only the quiet spell ends it
+            await scheduler.store_new(created, {slow.id: slow, quick.id: quick})
+        assert len(first.stored_sent) == 8
+        doc = await _stored(repo, created[0].id)
+        assert (doc["status"], doc["lease_owner"] is not None) == ("pending", True)
+        first.release.set()
+        await _until(lambda: _delivered(repo), 9)
+    finally:
+        await scheduler.stop(grace_seconds=5)
