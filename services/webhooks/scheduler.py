@@ -152,9 +152,9 @@ class Scheduler:
 
         In chunks of INSERT_CHUNK: the first attempts of a chunk go out before it is stored
         (`_send_first`); then one insert stores the chunk: with its outcome, each delivery
-        whose attempt ended within FIRST_SEND_SECONDS; leased to this replica, those whose
-        attempt goes on and, as far as the limits allow, the rest, which are attempted at
-        once; unleased, what remains, for the loop."""
+        whose attempt ended in time (`_until_sent_or_quiet`); leased to this replica, those
+        whose attempt goes on and, as far as the limits allow, the rest, which are attempted
+        at once; unleased, what remains, for the loop."""
         stored: list[DeliveryRecord] = []
         for start in range(0, len(created), INSERT_CHUNK):
             chunk = created[start : start + INSERT_CHUNK]
