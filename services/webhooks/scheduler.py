@@ -1,26 +1,27 @@
-"""Sends due deliveries: the webhook claim and attempt policy over the shared leased poller
-(shared/poller.py), which runs the loop, the limits and the graceful stop.
+"""Sends deliveries: first attempts as events arrive, then the webhook claim and attempt
+policy over the shared leased poller (shared/poller.py), which runs the loop, the limits and
+the graceful stop. docs/webhooks.md#how-deliveries-are-scheduled tells the whole design.
 
 Pending retries live in MongoDB only (never as delayed NACKs on the JetStream consumer, which
 would count against its max_ack_pending and stall every other delivery behind one failing
-endpoint), so they survive a restart of anything. Any number of replicas run this loop:
+endpoint), so they survive a restart of anything. Any number of replicas run this:
 
-- A claim is one conditional update by id (the effect of `find_one_and_update`, in a form the
-  embedded store serves fast): the delivery must still be due, unchanged since it was read and
-  free of a live lease; it gets `lease_until` and the token of the claim (unique to it), so
-  two replicas never hold the same attempt. The outcome is written only under that token. The
-  lease (TESSERA_WEBHOOKS_LEASE_SECONDS, longer than the request timeout) outlives any attempt
-  of a live replica; when a replica dies mid-attempt, its lease expires and another takes it
-  over, and so does an attempt cut short by a stop after its grace period.
-- At most `max_concurrent_deliveries` attempts run at once per replica, at most
-  `max_concurrent_per_endpoint` requests to one webhook and at most
-  `max_concurrent_per_account` for one account: the due query and the claims skip webhooks and
-  accounts at their limit, so a slow or failing endpoint holds only its own slots, and one
-  account's endpoints, however many, only the account's share, never delaying other accounts.
-- A new delivery is attempted at once: the consumer offers it to the scheduler right after
-  inserting it, which claims it by id (no listing query). Retries this replica scheduled wake
-  it when due; the poll (`scheduler_poll_seconds`) finds the rest, including deliveries left
-  by other replicas and new ones that did not fit the limits when they were offered.
+- `store_new` (the consumer's): first attempts that need no check in the store go out before
+  their deliveries are stored, which are then stored once with their outcome; the other new
+  deliveries are stored already leased to this replica (as many as its limits allow), or
+  unleased for the loop. No claim write and no listing query for new deliveries.
+- Leased deliveries wait in memory for a sending slot: per endpoint
+  (`max_concurrent_per_endpoint`), per account (`max_concurrent_per_account`) and in all
+  (`max_concurrent_deliveries`), so a slow or failing endpoint holds only its own slots and
+  one account's endpoints only the account's share. Their leases are renewed while they wait
+  and given back on stop.
+- The loop lists due deliveries (retries, manual attempts, what was left unleased, expired
+  leases of dead replicas) at most DUE_QUERY_LIMIT at a time, and only when it has reason to
+  (start, poll, a retry coming due, a wake, a slot freed while work was left behind); it
+  claims them with one conditional update under one token, unique to the claim, so two
+  replicas never hold the same attempt. Outcomes are written only under that token.
+- A Retry-After answer or an endpoint's rate holds the endpoint back in this replica at once,
+  for the deliveries it already took up too.
 """
 
 import asyncio
@@ -29,7 +30,6 @@ from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import suppress
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, Protocol
 
 from services.webhooks.delivery import Attempted
@@ -135,11 +135,6 @@ class Scheduler:
     def kick(self) -> None:
         """Look for due deliveries now instead of at the next poll."""
         self._poller.wake()
-
-    def offer(self, created: list[DeliveryRecord]) -> None:
-        """Attempt deliveries stored by someone else at once: claimed by id, with no listing
-        query. Those that do not fit the limits now are left to the loop, which is woken."""
-        self._poller.claim_now(partial(self._claim, created))
 
     async def store_new(
         self,

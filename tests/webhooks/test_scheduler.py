@@ -238,7 +238,7 @@ async def _until(fetch: Callable[[], Awaitable[int]], expected: int) -> None:
             await asyncio.sleep(0.02)
 
 
-async def test_an_offered_delivery_is_attempted_without_waiting_for_the_poll(
+async def test_a_new_delivery_is_attempted_without_waiting_for_the_poll(
     repo: WebhookRepository,
 ) -> None:
     attempted = asyncio.Event()
@@ -266,9 +266,8 @@ async def test_an_offered_delivery_is_attempted_without_waiting_for_the_poll(
     scheduler.start(attempt)
     try:
         await asyncio.wait_for(listed.wait(), timeout=5)
-        created = delivery()
-        await repo.insert_delivery(created)
-        scheduler.offer([created])
+        # Stored by the consumer's path: leased as it is inserted, attempted at once.
+        await scheduler.store_new([delivery()], {})
         await asyncio.wait_for(attempted.wait(), timeout=5)
     finally:
         await scheduler.stop(grace_seconds=5)
@@ -329,21 +328,17 @@ async def test_a_busy_account_never_holds_back_another(repo: WebhookRepository) 
     assert attempt.most_in_flight == 2
 
 
-async def test_offered_deliveries_keep_to_the_account_share(repo: WebhookRepository) -> None:
+async def test_new_deliveries_keep_to_the_account_share(repo: WebhookRepository) -> None:
     attempt = _Blocking(repo, "acct_busy")
     scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=2, per_account=2)
     scheduler.start(attempt)
     try:
         busy = [delivery(account_id="acct_busy", webhook_id=f"whk_{n}") for n in range(6)]
-        for record in busy:
-            await repo.insert_delivery(record)
-        scheduler.offer(busy)
+        await scheduler.store_new(busy, {})
         # All leased to this replica, two of them sending (the account's share), the rest
         # waiting in memory for a slot.
         await _until(lambda: _leased(repo, "acct_busy"), 6)
-        other = delivery(account_id="acct_other")
-        await repo.insert_delivery(other)
-        scheduler.offer([other])
+        await scheduler.store_new([delivery(account_id="acct_other")], {})
         await asyncio.wait_for(attempt.other_done.wait(), timeout=10)
         assert attempt.most_in_flight == 2
         attempt.release.set()
