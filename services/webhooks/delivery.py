@@ -181,7 +181,7 @@ class Deliverer:
         manual = delivery.manual_at is not None
         if not hook.enabled:
             sent()
-            return await self._not_sent(delivery, token, manual)
+            return await self._not_sent(delivery, token)
         wait_until = _paused_until(hook, now) or await self._throttle.take(hook, now)
         if wait_until is not None:
             sent()
@@ -261,9 +261,7 @@ class Deliverer:
             return now + cap
         return now + timedelta(seconds=outcome.retry_after)
 
-    async def _not_sent(
-        self, delivery: DeliveryRecord, token: str, manual: bool
-    ) -> NextState | None:
+    async def _not_sent(self, delivery: DeliveryRecord, token: str) -> NextState | None:
         """The webhook is disabled: nothing is sent; a due delivery becomes dead, without an
         attempt (a manual attempt asked of a delivered one leaves it delivered)."""
         status: DeliveryStatus = "delivered" if delivery.status == "delivered" else "dead"
