@@ -135,21 +135,23 @@ def build_object(
         # COMPLETED: the last allowed redemption was used (docs/redemption.md).
         "state": "INACTIVE" if voided else "COMPLETED" if completed else "ACTIVE",
     }
-    # Google shows one barcode: the design's first (Apple's `barcodes` list is in priority order).
-    first = next(iter(design.barcode_list()), None)
-    if first is not None:
-        barcode = {
-            "type": _BARCODE_TYPES[first.format],
-            "value": expand_barcode_message(
-                first.message,
-                serial_number=serial_number,
-                short_id=short_id,
-                field_values=field_values,
-            ),
-        }
-        if first.alt_text is not None:
-            barcode["alternateText"] = first.alt_text
+    # Google shows one barcode: the first of the design's (in priority order) whose message
+    # expands to something, as Apple's pass.json keeps only those (services/issuer/passjson.py):
+    # an empty value is no barcode Wallet can draw, so a pass without one gets none.
+    for candidate in design.barcode_list():
+        value = expand_barcode_message(
+            candidate.message,
+            serial_number=serial_number,
+            short_id=short_id,
+            field_values=field_values,
+        )
+        if not value:
+            continue
+        barcode = {"type": _BARCODE_TYPES[candidate.format], "value": value}
+        if candidate.alt_text is not None:
+            barcode["alternateText"] = candidate.alt_text
         resource["barcode"] = barcode
+        break
     modules = _text_modules(design, field_values)
     # Wallet has no e-mail field; a holder without a name is shown by e-mail instead.
     holder = holder_name or holder_email

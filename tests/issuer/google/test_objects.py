@@ -95,6 +95,21 @@ def test_barcode_carries_the_alt_text_and_no_barcode_means_none(identity: Google
     assert "barcode" not in sample_object(identity, "event", make_design(barcode=None))
 
 
+def test_a_barcode_whose_message_expands_to_nothing_is_left_out_like_apple(
+    identity: GoogleIdentity,
+) -> None:
+    empty = {"format": "code128", "message": "{field_values.missing}"}
+    design = make_design(barcode=empty)
+    assert "barcode" not in sample_object(identity, "event", design)
+    # With several, the first that expands to something, as in the pass.json.
+    shown = {"format": "qr", "message": "{field_values.seat}"}
+    design = make_design(barcode=None, barcodes=[empty, shown])
+    assert sample_object(identity, "event", design)["barcode"] == {
+        "type": "QR_CODE",
+        "value": "12A",
+    }
+
+
 def test_fields_become_text_modules_with_defaults(identity: GoogleIdentity) -> None:
     resource = sample_object(identity, "loyalty", field_values={"seat": "12A", "notes": ""})
 
