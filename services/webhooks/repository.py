@@ -302,13 +302,6 @@ class WebhookRepository:
             {"$set": {"lease_until": None, "lease_owner": None}},
         )
 
-    async def release(self, delivery_id: str, token: str) -> None:
-        """Give a claim back without an attempt (the replica is stopping)."""
-        await self.deliveries.update_one(
-            {"_id": delivery_id, "lease_owner": token},
-            {"$set": {"lease_until": None, "lease_owner": None}},
-        )
-
 
 def _scheduled_due(now: datetime) -> dict[str, Any]:
     """Pending or failed, and its time reached."""
