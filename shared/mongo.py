@@ -8,15 +8,16 @@ work (relays, pollers, scrapes). That is how docs/performance.md counts the stor
 one request, and what tests/e2e/test_round_trips.py holds to its documented figure.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
 
 from pymongo import AsyncMongoClient, WriteConcern
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError
+from pymongo.errors import BulkWriteError, OperationFailure
 from pymongo.monitoring import (
     CommandFailedEvent,
     CommandListener,
@@ -113,3 +114,30 @@ def unjournaled(collection: AsyncCollection[Document]) -> AsyncCollection[Docume
     if collection.write_concern.document != {"j": True}:
         return collection
     return collection.with_options(write_concern=WriteConcern())
+
+
+WRITE_CONFLICT = 112
+
+
+def is_write_conflict(exc: OperationFailure) -> bool:
+    """A write conflict: with a concurrent transaction, or one a killed process left open."""
+    return exc.has_error_label("TransientTransactionError") or exc.code == WRITE_CONFLICT
+
+
+async def write_in_transaction(
+    client: MongoClient, write: Callable[[AsyncClientSession], Awaitable[object]]
+) -> bool:
+    """Run a write to documents that transactions also write in a transaction of its own: a
+    conflict then fails it at once (False; the caller tries again later), where a plain write
+    makes the store retry it until the other transaction ends. SecantusDB retries such a write
+    while holding locks the other transaction needs to commit, and both stalled for 30 s and
+    more (docs/architecture.md#workers); MongoDB makes it wait, so this costs it nothing.
+    For the leases of workers (job chunks, the Google step) on documents commands change."""
+    try:
+        async with client.start_session() as session, await session.start_transaction():
+            await write(session)
+    except OperationFailure as exc:
+        if is_write_conflict(exc):
+            return False
+        raise
+    return True

@@ -5,7 +5,10 @@ A chunk's `_id` is `<job id>:<seq>` (seq zero-padded), so chunks sort by job, ol
 read in `_id` order over that range, served by the `_id` index.
 """
 
-from collections.abc import AsyncIterator, Sequence
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -20,10 +23,14 @@ from shared.models import (
     JobType,
     RowError,
 )
-from shared.mongo import Database, Document
+from shared.mongo import Database, Document, write_in_transaction
+
+log = logging.getLogger(__name__)
 
 # The first errors a job keeps (the rest are in its results).
 MAX_JOB_ERRORS = 100
+MARK_RUNNING_ATTEMPTS = 5
+CONFLICT_BACKOFF_SECONDS = 0.02
 ChunkState = Literal["waiting", "pending", "counting", "done", "canceled"]
 # "waiting": uploaded, the job not started yet; "pending": to do; "counting": its work
 # committed, not yet counted into its job; then "done", or "canceled".
@@ -206,18 +213,39 @@ class JobStore:
         ids = [doc["_id"] async for doc in cursor]
         if not ids:
             return []
-        await self.chunks.update_many(
-            {"_id": {"$in": ids}, **_free(now)},
-            {"$set": {"lease_owner": token, "lease_until": lease_until}, "$inc": {"attempts": 1}},
+        leased = await self._in_transaction(
+            lambda session: self.chunks.update_many(
+                {"_id": {"$in": ids}, **_free(now)},
+                {
+                    "$set": {"lease_owner": token, "lease_until": lease_until},
+                    "$inc": {"attempts": 1},
+                },
+                session=session,
+            )
         )
+        if not leased:
+            return []  # a cancel or a commit holds some of them: the next claim tries again
         won = self.chunks.find({"_id": {"$in": ids}, "lease_owner": token})
         return [Chunk.model_validate(doc) async for doc in won.sort("_id", ASCENDING)]
 
     async def mark_running(self, job_ids: Sequence[str], now: datetime) -> None:
-        await self.jobs.update_many(
-            {"_id": {"$in": list(job_ids)}, "status": "queued"},
-            {"$set": {"status": "running", "started_at": now, "updated_at": now}},
-        )
+        for _ in range(MARK_RUNNING_ATTEMPTS):
+            marked = await self._in_transaction(
+                lambda session: self.jobs.update_many(
+                    {"_id": {"$in": list(job_ids)}, "status": "queued"},
+                    {"$set": {"status": "running", "started_at": now, "updated_at": now}},
+                    session=session,
+                )
+            )
+            if marked:
+                return
+            await asyncio.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS))  # noqa: S311  # jitter
+        log.warning("jobs %s: still conflicting, left queued until counted", list(job_ids))
+
+    async def _in_transaction(
+        self, write: Callable[[AsyncClientSession], Awaitable[object]]
+    ) -> bool:
+        return await write_in_transaction(self.jobs.database.client, write)
 
     async def job_open(self, session: AsyncClientSession, job_id: str) -> bool:
         """Whether the job still takes work (queued or running), read in the transaction."""

@@ -30,6 +30,7 @@ from services.issuer.jobs.store import Chunk, JobStore
 from services.issuer.repository import ConcurrentUpdate, IssuerRepository, is_duplicate
 from shared.clock import Clock
 from shared.models import FINISHED_JOB_STATUSES, JobRecord, JobRowOutcome, RowError
+from shared.mongo import is_write_conflict
 from shared.poller import Batch, Lease, Poller
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 MAX_CHUNK_ATTEMPTS = 5
 # Preparations of a chunk whose passes other commands keep changing (jobs over existing passes).
 MAX_PREPARES = 5
-WRITE_CONFLICT = 112
 STOP_GRACE_SECONDS = 10.0
 EXPIRY_CHECK_SECONDS = 60.0
 # A commit that lost a write conflict (chunks of one job all count into its document) is
@@ -158,7 +158,7 @@ class JobWorker:
                     # A row's processed marker exists: another run of this chunk committed.
                     log.warning("job %s: chunk %s was committed already", job.id, chunk.id)
                     return False
-                if not _conflict(exc):
+                if not is_write_conflict(exc):
                     raise
                 if time.monotonic() >= deadline:
                     log.warning("job %s: chunk %s still conflicts; retried soon", job.id, chunk.id)
@@ -220,7 +220,7 @@ class JobWorker:
                     )
                 return
             except OperationFailure as exc:
-                if not _conflict(exc) or time.monotonic() >= deadline:
+                if not is_write_conflict(exc) or time.monotonic() >= deadline:
                     log.warning("job %s: chunk %s left to the sweep: %s", job_id, chunk_id, exc)
                     return
                 backoff = min(MAX_CONFLICT_BACKOFF_SECONDS, 0.005 * attempt)
@@ -238,11 +238,6 @@ class JobWorker:
 
 class _NotOurs(Exception):
     """The chunk is no longer this claim's to commit."""
-
-
-def _conflict(exc: OperationFailure) -> bool:
-    """A write conflict: with a concurrent transaction, or one a killed replica left open."""
-    return exc.has_error_label("TransientTransactionError") or exc.code == WRITE_CONFLICT
 
 
 def _given_up(chunk: Chunk) -> ChunkResult:
