@@ -13,10 +13,12 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from shared.dates import date_text_problem, offset_problem
 from shared.design_images import (
     IMAGE_MAX_POINTS,
     MAX_IMAGE_BYTES,
@@ -28,6 +30,7 @@ from shared.design_images import (
     ImageScales,
     check_png,
     decode_base64_png,
+    is_stored,
     png_size,
 )
 
@@ -46,6 +49,7 @@ __all__ = [
     "ImageScales",
     "Images",
     "Location",
+    "RelevantWindow",
     "check_png",
     "decode_base64_png",
     "png_size",
@@ -76,6 +80,7 @@ SLOT_LIMITS: dict[str, int] = {
 
 GROUPING_STYLES = frozenset({"eventTicket", "boardingPass"})
 MAX_LOCATIONS = 10  # Wallet ignores locations past the tenth
+MAX_RELEVANT_WINDOWS = 10
 
 LanguageCode = Annotated[
     str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Z][a-z]{3})?(-(?:[A-Z]{2}|[0-9]{3}))?$")
@@ -94,6 +99,14 @@ class DesignStyleError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _w3c(value: AwareDatetime | None, info: ValidationInfo) -> AwareDatetime | None:
+    """Refuse what pydantic reads but a W3C date cannot write (an offset with seconds). A
+    design saved before that was refused stays usable: pass.json rounds the offset."""
+    if value is not None and not is_stored(info) and (problem := offset_problem(value)):
+        raise ValueError(problem)
+    return value
 
 
 class DesignField(_Strict):
@@ -143,6 +156,16 @@ class DesignField(_Strict):
             raise ValueError("data_detectors only apply to back fields")
         return self
 
+    @model_validator(mode="after")
+    def _w3c_default(self, info: ValidationInfo) -> "DesignField":
+        """A date field's default, like its values (docs/templates.md), when it is a date."""
+        dated = self.date_style is not None or self.time_style is not None
+        if not dated or self.default is None or is_stored(info):
+            return self
+        if (problem := date_text_problem(self.default)) is not None:
+            raise ValueError(f"default {self.default!r} {problem}")
+        return self
+
 
 class Colors(_Strict):
     background: str = "#FFFFFF"
@@ -171,6 +194,21 @@ class Location(_Strict):
     relevant_text: str | None = Field(default=None, min_length=1, max_length=200)
 
 
+class RelevantWindow(_Strict):
+    """A time window in which Wallet shows the pass (pass.json `relevantDates`, iOS 18)."""
+
+    start_date: AwareDatetime
+    end_date: AwareDatetime
+
+    _w3c_dates = field_validator("start_date", "end_date")(_w3c)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RelevantWindow":
+        if self.end_date <= self.start_date:
+            raise ValueError("end_date must be after start_date")
+        return self
+
+
 class Design(_Strict):
     organization_name: str = Field(min_length=1, max_length=100)
     description: str = Field(min_length=1, max_length=200)
@@ -188,13 +226,21 @@ class Design(_Strict):
     localizations: dict[LanguageCode, dict[StringKey, StringValue]] = Field(
         default_factory=dict, max_length=40
     )
+    source_language: LanguageCode = Field(
+        default="en", description="The language the design's own strings are written in."
+    )
     expiration_date: AwareDatetime | None = None
     relevant_date: AwareDatetime | None = None
+    relevant_dates: list[RelevantWindow] = Field(
+        default_factory=list, max_length=MAX_RELEVANT_WINDOWS
+    )
     locations: list[Location] = Field(default_factory=list, max_length=MAX_LOCATIONS)
     max_distance: int | None = Field(default=None, gt=0, le=100_000, description="Meters.")
     grouping_identifier: str | None = Field(default=None, min_length=1, max_length=100)
     suppress_strip_shine: bool | None = None
     sharing_prohibited: bool | None = None
+
+    _w3c_dates = field_validator("expiration_date", "relevant_date")(_w3c)
 
     @field_validator("localizations")
     @classmethod

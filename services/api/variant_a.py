@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import EmailStr, TypeAdapter, ValidationError
 
 from services.api.schemas import PassCreate
+from shared.dates import date_text_problem
 from shared.design import Design
 from shared.errors import InvalidRequest
 
@@ -47,13 +48,22 @@ def _optional_string(key: str, value: Any) -> str | None:
     raise InvalidRequest(f"data.{key} must be a string or null.", param=f"data.{key}")
 
 
+def _date_checked(key: str, text: str, dated: set[str]) -> str:
+    """A date field's date must be one pass.json can hold: the issuer's rule, named here by
+    Variant A's key (`data.<key>`) rather than the v1 one."""
+    if key in dated and (problem := date_text_problem(text)) is not None:
+        raise InvalidRequest(f"data.{key} {problem}: {text!r}.", param=f"data.{key}")
+    return text
+
+
 def map_data(design: Design, data: dict[str, Any]) -> PassInput:
     known = design.field_keys()
+    dated = {f.key for f in design.fields if f.date_style is not None or f.time_style is not None}
     result = PassInput()
     for key, value in data.items():
         if key in known:
             if value is not None:
-                result.field_values[key] = _as_text(key, value)
+                result.field_values[key] = _date_checked(key, _as_text(key, value), dated)
         elif key == "holderName":
             result.holder_name = _optional_string(key, value)
         elif key == "holderEmail":

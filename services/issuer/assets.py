@@ -57,7 +57,8 @@ def pass_assets(design: Design, apple_style: str) -> PassAssets:
     key = _source_digest(design, apple_style)
     found = _BUILT.get(key)
     if found is None:
-        files = image_files(design, apple_style) | localization_files(design.localizations)
+        strings = localization_files(design.localizations, design.source_language)
+        files = image_files(design, apple_style) | strings
         found = PassAssets.of(files)
         _BUILT.put(key, found)
     return found
@@ -71,5 +72,5 @@ def _source_digest(design: Design, apple_style: str) -> bytes:
             digest.update(f"|{name}@{scale}:{len(data)}|".encode())
             digest.update(data)
     # The strings files depend on the order of the strings as well: no sort_keys.
-    digest.update(json.dumps(design.localizations).encode())
+    digest.update(json.dumps([design.source_language, design.localizations]).encode())
     return digest.digest()

@@ -8,7 +8,19 @@ import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.dates import parse_aware_datetime, parse_w3c_datetime
 from shared.design import Design
+
+__all__ = [
+    "APPLE_STYLES",
+    "METADATA_DATE_KEYS",
+    "MIN_AUTH_TOKEN_LENGTH",
+    "MetadataDateError",
+    "MetadataDates",
+    "PassContent",
+    "metadata_dates",
+    "parse_aware_datetime",
+]
 
 APPLE_STYLES = ("eventTicket", "generic", "storeCard", "coupon", "boardingPass")
 MIN_AUTH_TOKEN_LENGTH = 16  # Apple rejects shorter authentication tokens.
@@ -62,30 +74,20 @@ class MetadataDates:
 def metadata_dates(metadata: Mapping[str, object], *, strict: bool = True) -> MetadataDates:
     """The per-pass date overrides found in a pass's metadata.
 
-    With `strict`, a present but invalid value raises MetadataDateError (`param` is
-    `metadata.<key>`); without it, invalid values are ignored (the design's date applies).
+    With `strict` (a value the client sends), a present but invalid value raises
+    MetadataDateError (`param` is `metadata.<key>`), an offset with seconds included; without
+    it (a stored pass being rendered), invalid values are ignored (the design's date applies)
+    and an offset with seconds, stored before it was refused, is kept for pass.json to round.
     """
+    parse = parse_w3c_datetime if strict else parse_aware_datetime
     found: dict[str, datetime.datetime] = {}
     for key in METADATA_DATE_KEYS:
         raw = metadata.get(key)
         if raw is None:
             continue
         try:
-            found[key] = parse_aware_datetime(raw)
+            found[key] = parse(raw)
         except ValueError as exc:
             if strict:
                 raise MetadataDateError(f"metadata.{key}", str(exc)) from exc
     return MetadataDates(**found)
-
-
-def parse_aware_datetime(raw: object) -> datetime.datetime:
-    """Parse an ISO 8601 date-time string that names its time zone (`Z` or `+02:00`)."""
-    if not isinstance(raw, str):
-        raise ValueError("must be an ISO 8601 date-time string")
-    try:
-        value = datetime.datetime.fromisoformat(raw)
-    except ValueError as exc:
-        raise ValueError(f"is not an ISO 8601 date-time: {raw!r}") from exc
-    if value.utcoffset() is None:
-        raise ValueError(f"needs a time zone (Z or +hh:mm): {raw!r}")
-    return value

@@ -4,13 +4,13 @@ Every field of an updatable pass (one with a webServiceURL) carries a changeMess
 design's own or `DEFAULT_CHANGE_MESSAGE`, so a holder is notified when an update changes it.
 """
 
-import datetime
 import decimal
 import re
 from typing import Any
 
-from services.issuer.content import PassContent, parse_aware_datetime
+from services.issuer.content import PassContent
 from shared.apple_identity import SigningIdentity
+from shared.dates import parse_aware_datetime, w3c_date
 from shared.design import Barcode, DesignField
 
 _SLOT_KEYS = (
@@ -97,10 +97,8 @@ def _relevance(content: PassContent) -> dict[str, Any]:
     found: dict[str, Any] = {}
     expiration = content.expiration_date or design.expiration_date
     if expiration is not None:
-        found["expirationDate"] = _w3c_date(expiration)
-    relevant = content.relevant_date or design.relevant_date
-    if relevant is not None:
-        found["relevantDate"] = _w3c_date(relevant)
+        found["expirationDate"] = w3c_date(expiration)
+    found.update(_relevant_dates(content))
     if design.locations:
         found["locations"] = [
             {
@@ -118,6 +116,30 @@ def _relevance(content: PassContent) -> dict[str, Any]:
     if design.max_distance is not None:
         found["maxDistance"] = design.max_distance
     return found
+
+
+def _relevant_dates(content: PassContent) -> dict[str, Any]:
+    """`relevantDates` (iOS 18 and later) and `relevantDate` (the one moment older iOS reads).
+
+    A pass's own relevant date stands alone: it is for another day than the design's windows.
+    A single moment is written under both `date` (Apple's reference since iOS 26) and
+    `relevantDate` (iOS 18's name for it), as passkit-generator writes it.
+    """
+    design = content.design
+    moment = content.relevant_date or design.relevant_date
+    windows = [] if content.relevant_date is not None else design.relevant_dates
+    entries: list[dict[str, str]] = []
+    if moment is not None:
+        entries.append({"date": w3c_date(moment), "relevantDate": w3c_date(moment)})
+    entries += [
+        {"startDate": w3c_date(window.start_date), "endDate": w3c_date(window.end_date)}
+        for window in windows
+    ]
+    if not entries:
+        return {}
+    if moment is None:
+        moment = min(window.start_date for window in windows)
+    return {"relevantDate": w3c_date(moment), "relevantDates": entries}
 
 
 def expand_barcode_message(template: str, content: PassContent) -> str:
@@ -163,10 +185,6 @@ def _barcode(barcode: Barcode, message: str) -> dict[str, str]:
 def _rgb(hex_color: str) -> str:
     red, green, blue = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgb({red}, {green}, {blue})"
-
-
-def _w3c_date(value: datetime.datetime) -> str:
-    return value.isoformat(timespec="seconds")
 
 
 def _style_dict(content: PassContent) -> dict[str, Any]:
@@ -225,7 +243,7 @@ def _date_options(field: DesignField, value: str) -> dict[str, Any]:
         moment = parse_aware_datetime(value)
     except ValueError:
         return {}
-    options: dict[str, Any] = {"value": _w3c_date(moment)}
+    options: dict[str, Any] = {"value": w3c_date(moment)}
     for key, style in (("dateStyle", field.date_style), ("timeStyle", field.time_style)):
         if style is not None:
             options[key] = f"PKDateStyle{style.capitalize()}"

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from services.issuer.content import MetadataDateError, metadata_dates
+from shared.dates import date_text_problem
 from shared.design import Design, DesignStyleError
 from shared.errors import InvalidRequest
 from shared.pass_limits import field_values_problem, metadata_problem
@@ -26,12 +27,22 @@ def validate_design(design: dict[str, Any], apple_style: str) -> Design:
 
 
 def check_field_values(design: Design, values: dict[str, str]) -> None:
+    """Every key a field of the design; a date field's date one pass.json can hold."""
     known = design.field_keys()
     for key in values:
         if key not in known:
             raise InvalidRequest(
                 f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
                 param=f"field_values.{key}",
+            )
+    for field in design.fields:
+        value = values.get(field.key)
+        if value is None or (field.date_style is None and field.time_style is None):
+            continue
+        problem = date_text_problem(value)
+        if problem is not None:
+            raise InvalidRequest(
+                f"field_values.{field.key} {problem}: {value!r}.", param=f"field_values.{field.key}"
             )
 
 

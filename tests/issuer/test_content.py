@@ -50,6 +50,24 @@ def test_invalid_metadata_dates(raw: object, reason: str) -> None:
     assert metadata_dates({"relevant_date": raw}, strict=False) == MetadataDates()
 
 
+@pytest.mark.parametrize("key", ["expiration_date", "relevant_date"])
+def test_metadata_dates_with_seconds_in_the_offset_are_refused(key: str) -> None:
+    # W3C dates (pass.json) allow only Z or +hh:mm; Python reads +05:30:15 as well.
+    with pytest.raises(MetadataDateError, match="offset with seconds") as caught:
+        metadata_dates({key: "2031-06-01T20:00:00+05:30:15"})
+    assert caught.value.param == f"metadata.{key}"
+    # `+05:30:00` is the same offset as `+05:30`: nothing is lost writing it.
+    assert metadata_dates({key: "2031-06-01T20:00:00+05:30:00"}) != MetadataDates()
+
+
+def test_a_stored_offset_with_seconds_is_kept_for_rendering() -> None:
+    # A pass stored before such offsets were refused keeps its date; pass.json rounds it.
+    dates = metadata_dates({"relevant_date": "2031-06-01T20:00:00+05:30:15"}, strict=False)
+
+    assert dates.relevant_date is not None
+    assert dates.relevant_date.utcoffset() == datetime.timedelta(hours=5, minutes=30, seconds=15)
+
+
 def test_parse_aware_datetime_accepts_z_and_offsets() -> None:
     assert parse_aware_datetime("2031-01-02T03:04Z").utcoffset() == datetime.timedelta(0)
     assert parse_aware_datetime("2031-01-02T03:04:05.123-05:00").utcoffset() == datetime.timedelta(

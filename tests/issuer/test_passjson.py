@@ -1,6 +1,7 @@
 """Tests for pass.json rendering: top-level keys, fields, barcodes, dates and locations."""
 
 import datetime
+import re
 from typing import Any
 
 import pytest
@@ -9,6 +10,9 @@ from services.issuer.passjson import render_field, render_pass_json
 from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design, DesignField
 from tests.issuer.pkpass_samples import TOKEN, content, sample
+
+# What a W3C date-time allows (https://www.w3.org/TR/NOTE-datetime): `Z` or a `+hh:mm` offset.
+W3C_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})")
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +115,97 @@ def test_pass_dates_override_the_design(identity: SigningIdentity) -> None:
     assert overridden["relevantDate"] == "2032-05-06T06:00:00+00:00"
     assert metadata_only["relevantDate"] == "2033-01-01T00:00:00+00:00"
     assert "expirationDate" not in metadata_only
+
+
+def test_one_relevant_date_is_written_both_ways(identity: SigningIdentity) -> None:
+    document = render_pass_json(content(_design(relevant_date="2031-06-01T19:30:00Z")), identity)
+
+    # relevantDate for iOS before 18; relevantDates for 18 and later, its one entry under
+    # iOS 18's key and Apple's current one (`date`, iOS 26).
+    assert document["relevantDate"] == "2031-06-01T19:30:00+00:00"
+    assert document["relevantDates"] == [
+        {"date": "2031-06-01T19:30:00+00:00", "relevantDate": "2031-06-01T19:30:00+00:00"}
+    ]
+
+
+def test_relevant_windows_become_relevant_dates(identity: SigningIdentity) -> None:
+    windows = [
+        {"start_date": "2031-06-02T18:00:00+02:00", "end_date": "2031-06-02T23:00:00+02:00"},
+        {"start_date": "2031-06-01T18:00:00+02:00", "end_date": "2031-06-01T23:00:00+02:00"},
+    ]
+    only_windows = render_pass_json(content(_design(relevant_dates=windows)), identity)
+    with_moment = render_pass_json(
+        content(_design(relevant_dates=windows[:1], relevant_date="2031-06-02T19:30:00+02:00")),
+        identity,
+    )
+
+    assert only_windows["relevantDates"] == [
+        {"startDate": "2031-06-02T18:00:00+02:00", "endDate": "2031-06-02T23:00:00+02:00"},
+        {"startDate": "2031-06-01T18:00:00+02:00", "endDate": "2031-06-01T23:00:00+02:00"},
+    ]
+    # Older iOS reads one moment: the earliest start.
+    assert only_windows["relevantDate"] == "2031-06-01T18:00:00+02:00"
+    assert with_moment["relevantDate"] == "2031-06-02T19:30:00+02:00"
+    assert with_moment["relevantDates"] == [
+        {"date": "2031-06-02T19:30:00+02:00", "relevantDate": "2031-06-02T19:30:00+02:00"},
+        {"startDate": "2031-06-02T18:00:00+02:00", "endDate": "2031-06-02T23:00:00+02:00"},
+    ]
+
+
+def test_a_pass_relevant_date_replaces_the_design_windows(identity: SigningIdentity) -> None:
+    design = _design(
+        relevant_dates=[{"start_date": "2031-06-01T18:00Z", "end_date": "2031-06-01T23:00Z"}]
+    )
+    own = datetime.datetime(2031, 7, 1, 20, 0, tzinfo=datetime.UTC)
+
+    document = render_pass_json(content(design, relevant_date=own), identity)
+
+    assert document["relevantDate"] == "2031-07-01T20:00:00+00:00"
+    assert document["relevantDates"] == [
+        {"date": "2031-07-01T20:00:00+00:00", "relevantDate": "2031-07-01T20:00:00+00:00"}
+    ]
+
+
+def _dates_in(document: Any) -> list[str]:
+    """Every date string of a pass.json: the top-level dates, relevantDates and date fields."""
+    found = [document[key] for key in ("expirationDate", "relevantDate") if key in document]
+    for entry in document.get("relevantDates", []):
+        found += entry.values()
+    for key in ("headerFields", "primaryFields", "secondaryFields", "auxiliaryFields"):
+        found += [f["value"] for f in document["generic"][key] if "dateStyle" in f]
+    return found
+
+
+def test_offsets_with_seconds_stored_earlier_are_written_as_w3c(
+    identity: SigningIdentity,
+) -> None:
+    # Refused on input since; a pass or design stored before still renders a valid pass.json:
+    # the offset rounded to the minute, the local time kept.
+    lmt = datetime.timezone(datetime.timedelta(hours=5, minutes=30, seconds=15))
+    behind = datetime.timezone(-datetime.timedelta(hours=3, minutes=29, seconds=31))
+    design = Design.from_stored(
+        {
+            "organization_name": "Tessera",
+            "description": "Test pass",
+            "fields": [{"key": "f", "label": "F", "slot": "header", "date_style": "short"}],
+        }
+    )
+    pass_content = content(
+        design,
+        field_values={"f": "2031-06-01T20:00:00+05:30:15"},
+        expiration_date=datetime.datetime(2031, 12, 31, 23, 59, 59, 999999, tzinfo=lmt),
+    )
+
+    document = render_pass_json(pass_content, identity)
+    relevant = render_pass_json(
+        content(design, relevant_date=datetime.datetime(2031, 1, 1, 12, tzinfo=behind)), identity
+    )
+
+    assert document["expirationDate"] == "2031-12-31T23:59:59+05:30"
+    assert document["generic"]["headerFields"][0]["value"] == "2031-06-01T20:00:00+05:30"
+    assert relevant["relevantDate"] == "2031-01-01T12:00:00-03:30"
+    for value in _dates_in(document) + _dates_in(relevant):
+        assert W3C_DATE.fullmatch(value), value
 
 
 def test_fields_value_default_and_omitted(identity: SigningIdentity) -> None:

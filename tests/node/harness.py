@@ -1,4 +1,4 @@
-"""Drive the Node scripts in this directory (passkit-generator) from Python tests and bench.
+"""Drive the Node scripts in this directory (passkit-generator, pass-js) from tests and bench.
 
 The npm packages are installed on demand with `npm ci` from package-lock.json the first time
 they are needed, so CI needs nothing but `node` and `npm` on the PATH.
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 NODE_DIR = Path(__file__).resolve().parent
-_PACKAGE = NODE_DIR / "node_modules" / "passkit-generator" / "package.json"
 _SIGNING_FILES = (
     ("--signer-cert", "signer.pem"),
     ("--signer-key", "signer-key.pem"),
@@ -27,13 +26,19 @@ def missing_tools() -> str | None:
     return f"{' and '.join(absent)} not found on PATH" if absent else None
 
 
+def _installed(name: str) -> str | None:
+    package = NODE_DIR / "node_modules" / name / "package.json"
+    if not package.is_file():
+        return None
+    version: str = json.loads(package.read_text())["version"]
+    return version
+
+
 def ensure_installed(timeout_seconds: float = 300.0) -> None:
-    """Run `npm ci` unless the pinned passkit-generator is already installed."""
-    pinned = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
-    if _PACKAGE.is_file():
-        installed = json.loads(_PACKAGE.read_text())["version"]
-        if installed == pinned["passkit-generator"]:
-            return
+    """Run `npm ci` unless every pinned package is already installed at its version."""
+    pinned: dict[str, str] = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
+    if all(_installed(name) == version for name, version in pinned.items()):
+        return
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("npm not found on PATH")

@@ -1,6 +1,7 @@
 """Tests for the template `design` model: new options, strict validation, style rules."""
 
 import base64
+import datetime
 import zlib
 from typing import Any
 
@@ -47,6 +48,8 @@ def test_old_designs_still_validate_and_dump_the_same_keys_plus_new_defaults() -
     assert dumped["locations"] == []
     assert dumped["expiration_date"] is None
     assert dumped["images"]["icon"] is None
+    assert dumped["source_language"] == "en"
+    assert dumped["relevant_dates"] == []
 
 
 @pytest.mark.parametrize(("style", "variant"), RICH_VARIANTS)
@@ -96,6 +99,47 @@ def test_rich_designs_round_trip_and_suit_their_style(style: str, variant: str) 
         ({"fields": [_field(data_detectors=["link"])]}, ("fields", 0), "back fields"),
         ({"fields": [_field(date_style="tiny")]}, ("fields", 0, "date_style"), "Input should be"),
         ({"images": {"icon": 5}}, ("images", "icon"), "IconImage"),
+        ({"source_language": "english"}, ("source_language",), "pattern"),
+        ({"source_language": "pt_BR"}, ("source_language",), "pattern"),
+        ({"expiration_date": "2031-01-01T00:00:00+05:30:15"}, ("expiration_date",), "datetime"),
+        (
+            {"fields": [_field(date_style="short", default="2031-01-01T10:00:00+05:30:15")]},
+            ("fields", 0),
+            "offset with seconds",
+        ),
+        (
+            {
+                "relevant_dates": [
+                    {"start_date": "2031-01-01T10:00Z", "end_date": "2031-01-01T10:00Z"}
+                ]
+            },
+            ("relevant_dates", 0),
+            "end_date must be after start_date",
+        ),
+        (
+            {"relevant_dates": [{"start_date": "2031-01-01T10:00Z"}]},
+            ("relevant_dates", 0, "end_date"),
+            "required",
+        ),
+        (
+            {
+                "relevant_dates": [
+                    {"start_date": "2031-01-01T10:00", "end_date": "2031-01-02T10:00Z"}
+                ]
+            },
+            ("relevant_dates", 0, "start_date"),
+            "timezone",
+        ),
+        (
+            {
+                "relevant_dates": [
+                    {"start_date": "2031-01-01T10:00Z", "end_date": "2031-01-02T10:00Z"}
+                ]
+                * 11
+            },
+            ("relevant_dates",),
+            "at most 10",
+        ),
     ],
 )
 def test_invalid_designs_name_the_path(
@@ -200,3 +244,29 @@ def test_an_image_that_does_not_decode_is_refused_with_its_param() -> None:
 
     assert caught.value.param == "design.images.logo.x3"
     assert "image 'logo@3x' could not be decoded as a PNG" in caught.value.message
+
+
+def test_dates_pydantic_reads_but_w3c_cannot_write_are_refused() -> None:
+    # A datetime object (not a string, which pydantic's own parser refuses) with seconds in
+    # its offset: what the api or the issuer could hand over in Python.
+    lmt = datetime.timezone(datetime.timedelta(hours=-4, minutes=-56, seconds=-2))
+    moment = datetime.datetime(2031, 1, 1, tzinfo=lmt)
+    window = {"start_date": moment, "end_date": moment + datetime.timedelta(hours=1)}
+
+    for data, loc in (
+        ({"relevant_date": moment}, ("relevant_date",)),
+        ({"relevant_dates": [window]}, ("relevant_dates", 0, "start_date")),
+    ):
+        error_loc, error_message = _error(**data)
+        assert (error_loc, "offset with seconds" in error_message) == (loc, True)
+    # A design stored before they were refused still loads (pass.json rounds the offset).
+    stored = Design.from_stored({**_BASE, "relevant_date": moment})
+    assert stored.relevant_date == moment
+
+
+def test_date_field_defaults_that_are_text_or_w3c_dates_are_kept() -> None:
+    for default in ("To be announced", "2031-01-01T10:00:00+05:30", "2031-01-01T10:00Z"):
+        design = Design.model_validate(
+            {**_BASE, "fields": [_field(date_style="short", default=default)]}
+        )
+        assert design.fields[0].default == default
