@@ -1,14 +1,19 @@
-"""/healthz (the process is alive) and /readyz (its NATS and MongoDB connections work)."""
+"""/healthz (the process is alive) and /readyz (its NATS and MongoDB connections work, and
+whatever else the service checks; `details` add what an operator should know either way, such
+as the issuer's signing certificates and their ends)."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 Check = Callable[[], Awaitable[None]]
+Detail = Callable[[], object]
 
 
-def health_router(checks: dict[str, Check]) -> APIRouter:
+def health_router(
+    checks: Mapping[str, Check], details: Mapping[str, Detail] | None = None
+) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
     @router.get("/healthz")
@@ -25,6 +30,9 @@ def health_router(checks: dict[str, Check]) -> APIRouter:
             except Exception as exc:  # a failed dependency is the answer here, not an error
                 results[name] = f"failed: {type(exc).__name__}"
         ready = all(value == "ok" for value in results.values())
-        return JSONResponse({"ready": ready, "checks": results}, status_code=200 if ready else 503)
+        body: dict[str, object] = {"ready": ready, "checks": results}
+        if details:
+            body["details"] = {name: detail() for name, detail in details.items()}
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     return router

@@ -7,6 +7,10 @@ Without configured credentials the issuer generates development identities under
 - development identities sign test-mode passes only: a live-mode pass needs both real
   identities, and without them issuing one answers 403 authorization_error
   (code `live_signing_not_configured`) instead of producing a pass no wallet would accept.
+
+An Apple identity whose passes would not verify (a WWDR intermediate that did not issue the
+pass certificate, an expired certificate) raises SigningIdentityError, which stops the start
+(services/issuer/__main__.py); one that ends within 30 days is watched (signing_expiry.py).
 """
 
 from dataclasses import dataclass

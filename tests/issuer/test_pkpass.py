@@ -47,12 +47,16 @@ def identity(signing_dir: Path) -> SigningIdentity:
     return ensure_dev_identity(signing_dir)
 
 
-def _openssl_verify(directory: Path, ca_file: Path) -> subprocess.CompletedProcess[bytes]:
+def _openssl_verify(
+    directory: Path, ca_file: Path, purpose: str | None = "any"
+) -> subprocess.CompletedProcess[bytes]:
+    """README's command ("Signing passes"); `purpose=None` leaves openssl's default."""
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.fail("the openssl binary is required for these tests")
     command = [openssl, "cms", "-verify", "-binary", "-inform", "DER", "-in", "signature"]
-    command += ["-content", "manifest.json", "-CAfile", str(ca_file), "-purpose", "any"]
+    command += ["-content", "manifest.json", "-CAfile", str(ca_file)]
+    command += ["-purpose", purpose] if purpose else []
     return subprocess.run(
         [*command, "-out", "/dev/null"], cwd=directory, capture_output=True, check=False
     )
@@ -146,6 +150,22 @@ def test_tampered_manifest_fails_openssl_and_other_roots_are_untrusted(
     assert untrusted.returncode != 0
     assert b"unable to get local issuer certificate" in untrusted.stderr
     assert _openssl_verify(bundle, root_ca).returncode == 0  # restored bundle still good
+
+
+def test_openssl_needs_purpose_any_as_for_passes_signed_by_apple(
+    identity: SigningIdentity, signing_dir: Path, tmp_path: Path
+) -> None:
+    """openssl's default purpose for `cms -verify` is S/MIME signing, which an extended key
+    usage without `emailProtection` fails; Apple's Pass Type ID certificates have TLS client
+    and pass signing (1.2.840.113635.100.4.14) instead, and so has the development signer."""
+    _unzip(build_pkpass(sample("eventTicket", "minimal"), identity), tmp_path)
+    root_ca = signing_dir / "root-ca.pem"
+
+    by_default = _openssl_verify(tmp_path, root_ca, purpose=None)
+    assert by_default.returncode != 0
+    assert b"unsuitable certificate purpose" in by_default.stderr
+    documented = _openssl_verify(tmp_path, root_ca)
+    assert documented.returncode == 0, documented.stderr.decode()
 
 
 def test_rich_pass_files_in_order(identity: SigningIdentity) -> None:
@@ -289,6 +309,7 @@ def test_passes_of_one_design_share_assets_built_once(identity: SigningIdentity)
         "logo.png",
         "logo@2x.png",
         "logo@3x.png",
+        "en.lproj/pass.strings",  # the source language (services/issuer/localization.py)
         "fr.lproj/pass.strings",
     ]
     # The cached digests are the files' own: the manifest is what manifest_for computes.

@@ -12,12 +12,23 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from shared.apple_certificates import (
+    EXPIRY_WARNING,
+    SigningIdentityError,
+    expiries,
+    wwdr_generation,
+)
 from shared.apple_identity import (
+    APNS_PRODUCTION_MARKER,
+    PASS_SIGNING_USAGE,
+    PASS_TYPE_MARKER,
     SigningIdentity,
+    _write_identity,
     ensure_dev_identity,
     load_identity,
     load_identity_pkcs12,
 )
+from tests.support import apple_pki
 from tests.support.concurrent_runs import outputs_of_concurrent_runs
 
 
@@ -83,8 +94,14 @@ def test_dev_identity_files_chain_and_modes(tmp_path: Path) -> None:
         "Pass Type ID: pass.dev.tessera"
     )
     assert signer.extensions.get_extension_for_class(x509.KeyUsage).value.digital_signature
+    # What Apple's Pass Type ID certificates carry: TLS client and pass signing usages (no
+    # S/MIME usage, hence `-purpose any` for openssl), the pass type and APNs markers.
     eku = signer.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-    assert ExtendedKeyUsageOID.CODE_SIGNING in eku
+    assert list(eku) == [ExtendedKeyUsageOID.CLIENT_AUTH, PASS_SIGNING_USAGE]
+    marker = signer.extensions.get_extension_for_oid(PASS_TYPE_MARKER).value
+    assert isinstance(marker, x509.UnrecognizedExtension)
+    assert marker.value == b"\x0c\x10pass.dev.tessera"  # UTF8String
+    assert signer.extensions.get_extension_for_oid(APNS_PRODUCTION_MARKER)
     lifetime = signer.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
     assert lifetime > datetime.timedelta(days=3640)
     assert identity.private_key.key_size == 2048
@@ -242,3 +259,175 @@ def test_load_identity_rejects_other_team(tmp_path: Path) -> None:
             pass_type_identifier="pass.dev.tessera",
             team_identifier="OTHERTEAM",
         )
+
+
+def _apple_ids() -> _Ids:
+    return {
+        "pass_type_identifier": apple_pki.PASS_TYPE_IDENTIFIER,
+        "team_identifier": apple_pki.TEAM_IDENTIFIER,
+    }
+
+
+def _load_apple(signer: apple_pki.Issued, wwdr_pem: bytes) -> SigningIdentity:
+    return load_identity(
+        certificate_pem=signer.pem(),
+        private_key_pem=signer.key_pem(),
+        key_password=None,
+        wwdr_pem=wwdr_pem,
+        **_apple_ids(),
+    )
+
+
+@pytest.fixture(scope="module")
+def apple_root() -> apple_pki.Issued:
+    return apple_pki.apple_root()
+
+
+@pytest.fixture(scope="module")
+def g4(apple_root: apple_pki.Issued) -> apple_pki.Issued:
+    return apple_pki.wwdr(apple_root, "G4")
+
+
+def test_an_apple_chain_loads_with_the_wwdr_as_pem_or_der(g4: apple_pki.Issued) -> None:
+    signer = apple_pki.pass_certificate(g4)
+    # Apple's download (AppleWWDRCAG4.cer) is DER; a converted PEM works too.
+    for wwdr_file in (g4.pem(), g4.der()):
+        assert _load_apple(signer, wwdr_file).intermediate == g4.certificate
+
+
+def test_wwdr_g3_given_for_a_g4_pass_certificate_is_refused_naming_both(
+    apple_root: apple_pki.Issued, g4: apple_pki.Issued
+) -> None:
+    g3 = apple_pki.wwdr(apple_root, "G3")
+    signer = apple_pki.pass_certificate(g4)
+
+    with pytest.raises(SigningIdentityError) as refused:
+        _load_apple(signer, g3.pem())
+
+    name = apple_pki.WWDR_COMMON_NAME
+    assert str(refused.value) == (
+        f"the pass certificate was issued by '{name}' (OU=G4), but the intermediate "
+        f"certificate given with it is '{name}' (OU=G3): this is WWDR G3; this pass "
+        "certificate was issued by WWDR G4 (download AppleWWDRCAG4.cer from "
+        "https://www.apple.com/certificateauthority/)"
+    )
+
+
+def test_an_intermediate_of_the_right_name_but_another_key_is_refused(
+    g4: apple_pki.Issued,
+) -> None:
+    impostor = apple_pki.wwdr(apple_pki.apple_root(), "G4")
+    signer = apple_pki.pass_certificate(g4)
+
+    with pytest.raises(SigningIdentityError, match="its key did not sign the pass certificate"):
+        _load_apple(signer, impostor.pem())
+
+
+def test_two_development_identities_cannot_be_mixed(tmp_path: Path) -> None:
+    """Every development intermediate has the same name: only the signature tells them apart."""
+    pem = _pem(ensure_dev_identity(tmp_path / "a"))
+    pem["wwdr_pem"] = _pem(ensure_dev_identity(tmp_path / "b"))["wwdr_pem"]
+
+    with pytest.raises(SigningIdentityError, match="its key did not sign"):
+        load_identity(**pem, key_password=None, **_ids())
+
+
+def test_an_expired_pass_certificate_is_refused(g4: apple_pki.Issued) -> None:
+    ended = datetime.datetime(2025, 3, 1, 12, 0, tzinfo=datetime.UTC)
+    signer = apple_pki.pass_certificate(
+        g4, not_before=ended - datetime.timedelta(days=395), not_after=ended
+    )
+
+    with pytest.raises(SigningIdentityError) as refused:
+        _load_apple(signer, g4.pem())
+
+    assert str(refused.value).startswith(
+        f"the pass certificate 'Pass Type ID: {apple_pki.PASS_TYPE_IDENTIFIER}' "
+        f"(OU={apple_pki.TEAM_IDENTIFIER}) expired on 2025-03-01 12:00 UTC: create a new "
+        "certificate for the Pass Type ID"
+    )
+
+
+def test_an_expired_intermediate_is_refused(apple_root: apple_pki.Issued) -> None:
+    # Apple's first WWDR intermediate ended on 2023-02-07; certificates it issued outlived it.
+    now = datetime.datetime.now(datetime.UTC)
+    old = apple_pki.wwdr(apple_root, "G4", not_after=now - datetime.timedelta(days=1))
+    signer = apple_pki.pass_certificate(old)
+
+    with pytest.raises(SigningIdentityError, match=r"the WWDR intermediate .* expired on"):
+        _load_apple(signer, old.pem())
+
+
+def test_a_pass_certificate_not_yet_valid_is_refused(g4: apple_pki.Issued) -> None:
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2)
+    signer = apple_pki.pass_certificate(g4, not_before=later)
+
+    with pytest.raises(SigningIdentityError, match=r"is not valid before .*check the host's clock"):
+        _load_apple(signer, g4.pem())
+
+
+def test_a_certificate_expiring_within_30_days_loads_with_a_warning(g4: apple_pki.Issued) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    signer = apple_pki.pass_certificate(g4, not_after=now + datetime.timedelta(days=10))
+
+    identity = _load_apple(signer, g4.pem())
+
+    pass_expiry, wwdr_expiry = expiries(identity.certificate, identity.intermediate)
+    warning = pass_expiry.warning(now, EXPIRY_WARNING)
+    assert warning is not None
+    assert "the pass certificate 'Pass Type ID: pass.com.example.tickets'" in warning
+    assert f"expires on {signer.certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC" in warning
+    assert "in 10 days" in warning
+    assert wwdr_expiry.warning(now, EXPIRY_WARNING) is None  # a year left
+
+
+@pytest.mark.parametrize(
+    ("common_name", "unit", "generation"),
+    [
+        ("Apple Worldwide Developer Relations Certification Authority", "G4", "G4"),
+        ("Apple Worldwide Developer Relations Certification Authority", "G3", "G3"),
+        (
+            "Apple Worldwide Developer Relations Certification Authority",
+            "Apple Worldwide Developer Relations",
+            "G1",
+        ),
+        ("Apple Worldwide Developer Relations CA - G2", "Apple Certification Authority", "G2"),
+        ("Tessera Dev WWDR-like Intermediate", "Tessera Dev WWDR", None),
+    ],
+)
+def test_wwdr_generations_are_told_apart(
+    common_name: str, unit: str, generation: str | None
+) -> None:
+    organization = "Apple Inc." if common_name.startswith("Apple") else "Tessera"
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+            x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, unit),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+        ]
+    )
+    assert wwdr_generation(name) == generation
+
+
+def test_a_development_identity_near_its_end_is_made_anew(tmp_path: Path) -> None:
+    _write_identity(
+        tmp_path, "pass.dev.tessera", "TESSERADEV", validity=datetime.timedelta(days=20)
+    )
+    ending = x509.load_pem_x509_certificate((tmp_path / "signer.pem").read_bytes())
+
+    renewed = ensure_dev_identity(tmp_path)
+
+    assert renewed.certificate != ending
+    lifetime = renewed.certificate.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+    assert lifetime > datetime.timedelta(days=3640)
+    root = x509.load_pem_x509_certificate((tmp_path / "root-ca.pem").read_bytes())
+    renewed.intermediate.verify_directly_issued_by(root)
+
+
+def test_a_development_identity_with_time_left_is_kept(tmp_path: Path) -> None:
+    _write_identity(
+        tmp_path, "pass.dev.tessera", "TESSERADEV", validity=datetime.timedelta(days=40)
+    )
+    stored = x509.load_pem_x509_certificate((tmp_path / "signer.pem").read_bytes())
+
+    assert ensure_dev_identity(tmp_path).certificate == stored
