@@ -51,6 +51,12 @@ WEBHOOK_DELIVERIES = Counter(
     "(delivered, failed: a retry is scheduled, dead: no retries left).",
     ["status"],
 )
+GOOGLE_SYNCS = Counter(
+    "tessera_google_syncs",
+    "Google step attempts of the issuer (a pass's object, or a class after a design change), "
+    "by outcome (synced; failed: Google refused or did not answer, retried with backoff).",
+    ["outcome"],
+)
 APNS_PUSHES = Counter(
     "tessera_apns_pushes",
     "Live-update pushes the events service sent APNs, by result (success, unregistered: 410 or "

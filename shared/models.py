@@ -60,6 +60,9 @@ class PassSnapshot(BaseModel):
     voided: bool
 
 
+GoogleStatus = Literal["pending", "synced", "failing"]
+
+
 class PassRecord(_Record):
     short_id: str
     template_id: str
@@ -74,6 +77,14 @@ class PassRecord(_Record):
     authentication_token: str
     # The Google Wallet "save" link (a signed JWT URL), made by the issuer with the pass.
     google_save_url: str | None = None
+    # With Google credentials, the object at Google (docs/google-wallet.md#the-google-step):
+    # "pending" until the sync step upserted this version, then "synced"; "failing" while
+    # Google refuses it or is down (retried with backoff; `google_error` says why). None
+    # without credentials: the save link carries the whole object. `google_sync_due`: when
+    # the step is to run (None: nothing to do).
+    google_status: GoogleStatus | None = None
+    google_sync_due: datetime | None = None
+    google_error: str | None = None
     version: int = 1
     # The template's design_version its current file was built from.
     design_version: int = 1

@@ -103,6 +103,9 @@ class PassObject(BaseModel):
     redemption_count: int
     last_redeemed_at: str | None
     redemptions_remaining: int | None
+    # With Google credentials, where the pass's object is at Google: "pending", "synced" or
+    # "failing" (retried); null without them (docs/google-wallet.md#the-google-step).
+    google_status: str | None
     url: str
     download_url: str
     created_at: str
@@ -127,6 +130,7 @@ class PassObject(BaseModel):
             redemption_count=record.redemption_count,
             last_redeemed_at=_iso_or_none(record.last_redeemed_at),
             redemptions_remaining=remaining(record.redemption_count, record.redemption_limit),
+            google_status=record.google_status,
             url=url,
             download_url=download_url,
             created_at=iso(record.created_at),

@@ -11,6 +11,7 @@ from services.issuer.bulk import PassMaker
 from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
+from services.issuer.google.sync import GoogleSyncer, GoogleSyncStore
 from services.issuer.identity import load_identities
 from services.issuer.jobs.import_passes import JOB_TYPE as IMPORT_PASSES
 from services.issuer.jobs.import_passes import ImportPasses
@@ -25,8 +26,9 @@ from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
 from services.issuer.scan_store import ScanStore
 from services.issuer.service import IssuerService
+from services.issuer.signing_expiry import SigningExpiryWatch
 from shared.clock import Clock, SystemClock
-from shared.connections import open_connections, running
+from shared.connections import Worker, open_connections, running
 from shared.health import health_router
 from shared.metrics import instrument
 from shared.nats import max_payload
@@ -35,13 +37,15 @@ from shared.outbox import OutboxRelay
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
     settings = settings or IssuerSettings()
+    # First: an unusable signing identity stops the start before anything is opened.
+    identities = load_identities(settings)
     conn = open_connections(settings)
     repo = IssuerRepository(conn.mongo, conn.db)
     clock = clock or SystemClock()
+    signing_watch = SigningExpiryWatch(identities.apple, clock)
     relay = OutboxRelay(
         repo.outbox, conn.broker, poll_seconds=settings.outbox_poll_seconds, clock=clock
     )
-    identities = load_identities(settings)
     google_client = (
         None
         if identities.google.is_development
@@ -62,6 +66,29 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         identities, google, site_url=settings.site_url, wallet_url=settings.wallet_url
     )
     job_store = JobStore(conn.db)
+    google_store = GoogleSyncStore(conn.db)
+    # The Google step runs only with Google credentials (without, the save link is the pass).
+    google_syncer = (
+        None
+        if google_client is None
+        else GoogleSyncer(
+            google_store,
+            repo,
+            artifacts,
+            clock,
+            concurrency=settings.google_sync_workers,
+            lease_seconds=settings.google_sync_lease_seconds,
+            poll_seconds=settings.google_sync_poll_seconds,
+            retry_max_seconds=settings.google_retry_max_seconds,
+        )
+    )
+
+    def committed() -> None:
+        """Something was committed: its events published, its Google step run, now."""
+        relay.notify()
+        if google_syncer is not None:
+            google_syncer.wake()
+
     # Job types and their handlers: what a job's chunks are done with (jobs/registry.py).
     registry = JobRegistry()
     registry.register(IMPORT_PASSES, ImportPasses(PassMaker(repo, artifacts, clock)))
@@ -73,7 +100,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         job_store,
         registry,
         clock,
-        relay.notify,
+        committed,
         concurrency=settings.job_workers,
         lease_seconds=settings.job_lease_seconds,
         poll_seconds=settings.job_poll_seconds,
@@ -83,12 +110,13 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         repo,
         artifacts,
         clock,
-        relay.notify,
+        committed,
         # Give up before the api stops waiting, so the caller hears why.
         conflict_budget_seconds=settings.request_timeout_seconds * 0.8,
         message_limit=lambda: max_payload(conn.broker),
         job_store=job_store,
         on_job_started=worker.notify,
+        google_classes=google_store if google_syncer is not None else None,
     )
     handlers.register(conn.broker, service, settings.command_workers)
 
@@ -97,7 +125,11 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         await repo.ensure_indexes()
         await job_store.ensure_indexes()
         await ScanStore(conn.db).ensure_indexes()
-        async with running(conn, relay, worker):
+        await google_store.ensure_indexes()
+        workers: list[Worker] = [relay, worker, signing_watch]
+        if google_syncer is not None:
+            workers.append(google_syncer)
+        async with running(conn, *workers):
             try:
                 yield
             finally:
@@ -105,6 +137,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
                     await google_client.aclose()
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
-    app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))
+    checks = {"mongodb": conn.ping_mongo, "nats": conn.ping_nats, "signing": signing_watch.check}
+    app.include_router(health_router(checks, {"signing": signing_watch.detail}))
     instrument(app, "issuer", settings, refresh=repo.outbox.gauges())
     return app

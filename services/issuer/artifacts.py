@@ -9,14 +9,13 @@ import logging
 
 from services.issuer.assets import pass_assets
 from services.issuer.content import metadata_dates
-from services.issuer.google.client import GoogleWalletError
-from services.issuer.google.passes import GoogleWallet, sync_pass, sync_template
+from services.issuer.google.passes import GoogleWallet
 from services.issuer.google.passes import resources as google_resources
 from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, SignedPass, sign_pass
 from shared.design import Design
-from shared.errors import InternalError, InvalidRequest
+from shared.errors import InvalidRequest
 from shared.metrics import PKPASS_BUILD
 from shared.models import PassRecord, TemplateRecord
 
@@ -40,41 +39,28 @@ class WalletArtifacts:
         """
         return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
 
-    async def google_link(
-        self, template: TemplateRecord, design: Design, record: PassRecord
-    ) -> str:
-        try:
-            return await google_save_link(
-                self._google, template, record, logo_url=self.logo_url(template, design)
-            )
-        except GoogleWalletError as exc:
-            log.error("Google Wallet call failed: %s", exc)
-            raise InternalError(
-                "Google Wallet did not accept the pass; retry with the same Idempotency-Key.",
-                code="google_wallet_unavailable",
-            ) from exc
+    @property
+    def google(self) -> GoogleWallet:
+        return self._google
 
-    async def refresh_google(
-        self, template: TemplateRecord, design: Design, record: PassRecord, *, patch_object: bool
-    ) -> str | None:
-        """A pass changed in bulk (rollout, update_passes): its Google save link. With Google
-        credentials the link names ids only and stays as it is; the object is patched when its
-        fields changed (the class was synced once, by the design change). Without them the
-        link carries class and object, so a new one is made (no call to Google)."""
-        if self._google.client is None:
-            return await self.google_link(template, design, record)
-        if patch_object:
-            try:
-                await sync_pass(
-                    self._google, template, record, logo_url=self.logo_url(template, design)
-                )
-            except GoogleWalletError as exc:
-                log.error("Google Wallet call failed: %s", exc)
-                raise InternalError(
-                    "Google Wallet did not accept the pass change; it is tried again.",
-                    code="google_wallet_unavailable",
-                ) from exc
-        return record.google_save_url
+    def attach_google(
+        self,
+        template: TemplateRecord,
+        design: Design,
+        record: PassRecord,
+        *,
+        object_changed: bool = True,
+    ) -> None:
+        """Give a new version of a pass its Google save link, made here with no call to
+        Google. With credentials, a changed object is also marked for the Google step, which
+        upserts it after the commit (google/sync.py): Apple never waits on Google."""
+        record.google_save_url = google_save_link(
+            self._google, template, record, logo_url=self.logo_url(template, design)
+        )
+        if self._google.client is not None and object_changed:
+            record.google_status = "pending"
+            record.google_sync_due = record.updated_at
+            record.google_error = None
 
     def google_objects_change(self, before: TemplateRecord, after: TemplateRecord) -> bool:
         """Whether a design change reaches the Google objects, not only the class: compares
@@ -105,15 +91,6 @@ class WalletArtifacts:
             google_resources(self._google, template, sample)[1] for template in (before, after)
         ]
         return objects[0] != objects[1]
-
-    async def sync_template(self, template: TemplateRecord, design: Design) -> None:
-        try:
-            await sync_template(self._google, template, logo_url=self.logo_url(template, design))
-        except GoogleWalletError as exc:
-            raise InternalError(
-                "Google Wallet did not accept the template change; retry.",
-                code="google_wallet_unavailable",
-            ) from exc
 
     async def signed_pass(
         self, record: PassRecord, template: TemplateRecord, design: Design

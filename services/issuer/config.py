@@ -28,6 +28,13 @@ class IssuerSettings(AppleIdentitySettings):
     job_lease_seconds: float = Field(60.0, gt=0)
     job_poll_seconds: float = Field(1.0, gt=0)
     job_upload_timeout_seconds: float = Field(3600.0, gt=0)
+    # The Google step (docs/google-wallet.md#the-google-step), with Google credentials only:
+    # objects upserted at once per process, how long a claim holds a pass, the safety-net
+    # poll, and the longest wait between two attempts while Google fails.
+    google_sync_workers: int = Field(8, ge=1)
+    google_sync_lease_seconds: float = Field(60.0, gt=0)
+    google_sync_poll_seconds: float = Field(5.0, gt=0)
+    google_retry_max_seconds: float = Field(300.0, gt=0)
 
     @model_validator(mode="after")
     def _google_complete(self) -> "IssuerSettings":

@@ -162,6 +162,10 @@ class Redemptions:
                 used_up=True,
                 updated_at=counted.updated_at,
                 google_save_url=counted.google_save_url,
+                # The Google object turns COMPLETED through the Google step.
+                google_status=counted.google_status,
+                google_sync_due=counted.google_sync_due,
+                google_error=counted.google_error,
             )
             pushed = {"stage": "pushed", "reason": "redeemed", "scan_id": scan.id}
             events.append(LiveUpdate(event=pass_event(counted, "updated", pushed, now)))
@@ -186,7 +190,7 @@ class Redemptions:
         design = Design.from_stored(template.design)
         signed = await self._artifacts.signed_pass(used, template, design)
         # With real Google credentials this upserts the object, now COMPLETED.
-        used.google_save_url = await self._artifacts.google_link(template, design, used)
+        self._artifacts.attach_google(template, design, used)
         await self._repo.store_assets(signed.assets.id, signed.assets.files, used.updated_at)
         previous = await self._repo.pass_file_stamp(used.id)
         pkpass = PassFile(

@@ -21,6 +21,7 @@ from pymongo.errors import OperationFailure
 
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass
+from services.issuer.google.sync import GoogleSyncStore
 from services.issuer.jobs.commands import JobCommands
 from services.issuer.jobs.rollout import plan_rollout
 from services.issuer.jobs.store import JobStore
@@ -109,12 +110,15 @@ class IssuerService:
         message_limit: Callable[[], int | None] = lambda: None,
         job_store: JobStore | None = None,
         on_job_started: Callable[[], None] = lambda: None,
+        google_classes: GoogleSyncStore | None = None,
     ):
         self._repo = repo
         self._maker = PassMaker(repo, artifacts, clock)
         self._job_store = job_store or JobStore(repo.db)
         self._jobs = JobCommands(self._job_store, self._maker, clock)
         self._on_job_started = on_job_started
+        # With Google credentials: where a design change marks its Google class due.
+        self._google_classes = google_classes
         self._scan_store = ScanStore(repo.db)
         self._redemptions = Redemptions(repo, self._scan_store, artifacts, clock)
         self._message_limit = message_limit
@@ -299,11 +303,12 @@ class IssuerService:
             )
             updated.rollout_job_id = job.id
             after_commit = self._after_rollout_planned(supersede)
-        design = Design.from_stored(updated.design)
-        await self._artifacts.sync_template(updated, design)
+        google_classes = self._google_classes if "design_version" in changes else None
 
         async def apply(uow: UnitOfWork) -> None:
             await uow.replace_template_at(updated, record.design_version)
+            if google_classes is not None:  # the class is upserted by the Google step
+                await google_classes.mark_class_due(updated, now, uow.session)
             limit = updated.policy().max_redemptions
             if limit != record.policy().max_redemptions:
                 await self._scan_store.set_limits(updated.id, limit, uow.session)
@@ -479,12 +484,10 @@ class IssuerService:
         *,
         insert: bool,
     ) -> Outcome:
-        # Signed first: a stored image that cannot be cleaned refuses the command before
-        # anything reaches Google. pass.json does not depend on the Google link.
         signed = await self._artifacts.signed_pass(record, template, design)
-        # Every version of a pass gets a fresh Google link (with real credentials this also
-        # upserts the class and object, so a voided pass turns INACTIVE in Google Wallet).
-        record.google_save_url = await self._artifacts.google_link(template, design, record)
+        # Every version of a pass gets a fresh Google link; with real credentials its object
+        # is upserted after the commit by the Google step (a voided pass turns INACTIVE).
+        self._artifacts.attach_google(template, design, record)
         identity = self._identities.apple
         # Stored before the transaction, and never deleted: a pass file never refers to
         # assets that are not there.

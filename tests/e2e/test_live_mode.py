@@ -29,6 +29,7 @@ from tests.support.api import (
     wait_for_events,
 )
 from tests.support.fake_google import FakeGoogle, running_fake_google
+from tests.support.polling import poll
 from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
@@ -65,14 +66,11 @@ def stack(
         "TESSERA_ISSUER_GOOGLE_ISSUER_ID": ISSUER_ID,
         "TESSERA_ISSUER_GOOGLE_API_BASE_URL": fake_google.api_base_url,
         "TESSERA_ISSUER_GOOGLE_TOKEN_URI": fake_google.token_uri,
+        # An outage's retries come every second (test_a_google_outage_...).
+        "TESSERA_ISSUER_GOOGLE_RETRY_MAX_SECONDS": "1",
     }
     with serving(running):
         yield running
-
-
-def _object_of(fake_google: FakeGoogle, pass_id: str) -> str:
-    (object_id,) = [key for key in fake_google.objects if pass_id.split("_", 1)[1] in key]
-    return object_id
 
 
 def test_a_live_pass_is_signed_and_synced_to_google(stack: Stack, fake_google: FakeGoogle) -> None:
@@ -95,10 +93,12 @@ def test_a_live_pass_is_signed_and_synced_to_google(stack: Stack, fake_google: F
         capture_output=True, check=False,
     )  # fmt: skip
     assert verified.returncode == 0, verified.stderr
-    # With real credentials the class and object live at Google.
-    stored = fake_google.objects[_object_of(fake_google, issued["id"])]
+    # With real credentials the class and object live at Google, upserted by the Google step.
+    stored = fake_google.object_of(issued["id"])
     assert stored["state"] == "ACTIVE"
     assert stored["classId"] in fake_google.classes
+    with stack.client(headers=account.headers("live")) as live:
+        poll(lambda: ok(live.get(f"/v1/passes/{issued['id']}")), _synced, message="synced")
 
 
 def test_patch_and_void_reach_google(stack: Stack, fake_google: FakeGoogle) -> None:
@@ -106,11 +106,52 @@ def test_patch_and_void_reach_google(stack: Stack, fake_google: FakeGoogle) -> N
     with stack.client(headers=account.headers("live")) as live:
         template = create_template(live)
         issued = create_pass(live, template["id"])
-        object_id = _object_of(fake_google, issued["id"])
+        fake_google.object_of(issued["id"])
         ok(live.patch(f"/v1/passes/{issued['id']}", json={"field_values": {"seat": "Z99"}}))
-        assert "Z99" in json.dumps(fake_google.objects[object_id])
+        fake_google.object_of(issued["id"], lambda stored: "Z99" in json.dumps(stored))
         ok(live.delete(f"/v1/passes/{issued['id']}"))
-    assert fake_google.objects[object_id]["state"] == "INACTIVE"
+    fake_google.object_of(issued["id"], lambda stored: stored["state"] == "INACTIVE")
+
+
+def test_a_google_outage_fails_and_delays_nothing_on_apple_and_heals(
+    stack: Stack, fake_google: FakeGoogle
+) -> None:
+    """Issue 15: Google is a separate, retried step; Apple issuance, updates and pushes never
+    wait on it, the pass and the metrics show its status, and it catches up."""
+    account = stack.new_account("paid")
+    with stack.client(headers=account.headers("live")) as live:
+        template = create_template(live)
+        fake_google.outage_status = 500
+        try:
+            issued = create_pass(live, template["id"])
+            assert live.get(issued["download_url"]).status_code == 200
+            body = {"field_values": {"seat": "A1"}}
+            ok(live.patch(f"/v1/passes/{issued['id']}", json=body))
+            wait_for_events(live, issued["id"], ["updated", "downloaded", "created"])
+            failing = poll(
+                lambda: ok(live.get(f"/v1/passes/{issued['id']}")),
+                lambda found: found["google_status"] == "failing",
+                message="the Google step to fail",
+            )
+            assert failing["field_values"] == {"seat": "A1"}
+            issuer = stack.members("issuer")[0].port(stack.api_port)
+            metrics = httpx2.get(f"http://{stack.host}:{issuer}/metrics").text
+            assert 'tessera_google_syncs_total{outcome="failed"}' in metrics
+            assert not [key for key in fake_google.objects if issued["id"].split("_")[1] in key]
+        finally:
+            fake_google.outage_status = None
+        # Google answers again: the object is created, current, at the next retry.
+        stored = fake_google.object_of(issued["id"], lambda found: "A1" in json.dumps(found))
+        assert stored["state"] == "ACTIVE"
+        poll(
+            lambda: ok(live.get(f"/v1/passes/{issued['id']}")),
+            _synced,
+            message="the pass to show the Google object synced",
+        )
+
+
+def _synced(found: dict[str, Any]) -> bool:
+    return bool(found["google_status"] == "synced")
 
 
 def test_variant_a_google_link_is_skinny_with_real_credentials(
@@ -129,7 +170,7 @@ def test_variant_a_google_link_is_skinny_with_real_credentials(
     claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
     (objects,) = claims["payload"].values()
     assert set(objects[0]) <= {"id", "classId"}
-    assert objects[0]["id"] in fake_google.objects
+    poll(lambda: objects[0]["id"] in fake_google.objects, message="the object at Google")
 
 
 def test_test_and_live_objects_are_separate(stack: Stack) -> None:
@@ -181,4 +222,6 @@ def test_test_and_live_objects_are_separate(stack: Stack) -> None:
         assert created_ids(live) == [l_pass["id"]]
         # Nothing was changed by the refused cross-mode writes.
         assert ok(test.get(f"/v1/templates/{t_tmpl['id']}")) == t_tmpl
-        assert ok(live.get(f"/v1/passes/{l_pass['id']}")) == l_pass
+        # (but the Google step: "pending" when created, "synced" since)
+        unchanged = ok(live.get(f"/v1/passes/{l_pass['id']}"))
+        assert {**unchanged, "google_status": None} == {**l_pass, "google_status": None}

@@ -147,12 +147,11 @@ def test_the_google_object_of_a_used_pass_is_completed(
     with google_stack.client(headers=account.headers("live")) as live:
         template = create_template(live)
         issued = create_pass(live, template["id"])
-        (object_id,) = [key for key in fake_google.objects if issued["id"].split("_", 1)[1] in key]
-        assert fake_google.objects[object_id]["state"] == "ACTIVE"
+        assert fake_google.object_of(issued["id"])["state"] == "ACTIVE"
         headers = {"Idempotency-Key": str(uuid.uuid4())}
         answer = ok(live.post("/v1/scans", json={"pass_id": issued["id"]}, headers=headers))
         assert answer["result"] == "accepted"
-        assert fake_google.objects[object_id]["state"] == "COMPLETED"
+        fake_google.object_of(issued["id"], lambda stored: stored["state"] == "COMPLETED")
         downloaded = live.get(issued["download_url"])
         pass_json = verified_pass_json(
             downloaded.content, google_stack.work_dir / "apple" / "root-ca.pem", tmp_path / "g"

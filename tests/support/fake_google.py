@@ -50,6 +50,8 @@ class FakeGoogle:
         self.requests: list[tuple[str, str]] = []  # (method, path) of wallet API calls
         # Ids whose GET answers 404 although stored: another writer inserted them just after.
         self.stale_reads: set[str] = set()
+        # While set, every Wallet API call answers this status (an outage of Google's API).
+        self.outage_status: int | None = None
         self._lock = threading.Lock()
 
     @property
@@ -63,6 +65,20 @@ class FakeGoogle:
     def register(self, client_email: str, public_key_pem: bytes) -> None:
         with self._lock:
             self.accounts[client_email] = public_key_pem
+
+    def object_of(
+        self, pass_id: str, done: Callable[[dict[str, Any]], object] = bool
+    ) -> dict[str, Any]:
+        """The stored object of a pass once `done(object)` holds: the issuer's Google step
+        upserts it after the pass is committed, so tests wait for it."""
+
+        def stored() -> dict[str, Any]:
+            with self._lock:
+                suffix = pass_id.split("_", 1)[1]  # object ids: <issuer id>.<pass id's suffix>
+                found = [o for key, o in self.objects.items() if suffix in key]
+            return copy.deepcopy(found[0]) if found else {}
+
+        return poll(stored, done, message=f"the Google object of {pass_id}")
 
     def revoke_tokens(self) -> None:
         with self._lock:
@@ -127,6 +143,8 @@ class FakeGoogle:
                     "authError",
                     "UNAUTHENTICATED",
                 )
+        if self.outage_status is not None:
+            return _error(self.outage_status, "Internal error encountered.", "backendError", None)
         if collection not in COLLECTIONS:
             return _error(404, f"Not Found: {collection}", "notFound", "NOT_FOUND")
         try:
@@ -213,19 +231,25 @@ def _oauth_error(error: str, description: str) -> JSONResponse:
 def running_fake_google(validate: Validator | None = None) -> Iterator[FakeGoogle]:
     """Serve a FakeGoogle on 127.0.0.1 (a free port) for the duration of the block."""
     fake = FakeGoogle(validate)
-    config = uvicorn.Config(
-        fake.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
-    )
+    with serving_app(fake.app(), "fake-google") as base_url:
+        fake.base_url = base_url
+        yield fake
+
+
+@contextmanager
+def serving_app(app: Starlette, name: str) -> Iterator[str]:
+    """Serve an app with uvicorn in a background thread on 127.0.0.1 (a free port) for the
+    duration of the block; yields its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="fake-google", daemon=True)
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     try:
-        poll(lambda: server.started or not thread.is_alive(), message="fake Google to start")
+        poll(lambda: server.started or not thread.is_alive(), message=f"{name} to start")
         if not server.started:
-            raise RuntimeError("fake Google did not start (see uvicorn's log)")
+            raise RuntimeError(f"{name} did not start (see uvicorn's log)")
         port = server.servers[0].sockets[0].getsockname()[1]
-        fake.base_url = f"http://127.0.0.1:{port}"
-        yield fake
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

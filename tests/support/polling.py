@@ -1,8 +1,9 @@
 """Waiting for something that happens asynchronously: the one polling helper of the tests, with
 a deadline and never a bare sleep."""
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar, overload
 
 T = TypeVar("T")
@@ -54,3 +55,22 @@ def poll(
             what = message or getattr(fetch, "__name__", "a condition")
             raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {result!r}")
         time.sleep(interval)
+
+
+async def poll_async(
+    fetch: Callable[[], Awaitable[T | None]],
+    seconds: float = TIMEOUT_SECONDS,
+    message: str = "",
+    interval: float = INTERVAL_SECONDS,
+) -> T:
+    """`poll` for a coroutine on the test's event loop (the work awaited runs on it too): await
+    `fetch` until its result is truthy, and return it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = await fetch()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            what = message or getattr(fetch, "__name__", "a condition")
+            raise AssertionError(f"timed out after {seconds}s waiting for {what}; last: {result!r}")
+        await asyncio.sleep(interval)

@@ -72,7 +72,8 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
         secondary_fields=tuple(slots["secondary"]),
         holder_name=record.holder_name or None,
         voided=record.voided,
-        has_google=record.google_save_url is not None,
+        # While Google refuses the object (retried), its save link would only show an error.
+        has_google=record.google_save_url is not None and record.google_status != "failing",
     )
 
 

@@ -5,15 +5,17 @@ mapping (which design attribute lands in which Wallet field) is tabled in docs/g
 """
 
 import re
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final, Literal
 
 from services.issuer.google.identity import GoogleIdentity
+from shared.dates import w3c_date
 from shared.design import Design
 from shared.google_ids import class_id, object_id
 
 Vertical = Literal["eventTicket", "loyalty", "offer", "generic"]
 VERTICALS: Final[tuple[Vertical, ...]] = ("eventTicket", "loyalty", "offer", "generic")
-DEFAULT_LANGUAGE: Final = "en"
 # The text module that carries the holder on offers, which have no holder field of their own.
 # Field keys start with a letter, so this id never collides with a design field's.
 HOLDER_MODULE_ID: Final = "_holder"
@@ -67,9 +69,9 @@ def build_class(
     logo_url: str | None = None,
     placeholder_logo_url: str | None = None,
     callback_url: str | None = None,
-    language: str = DEFAULT_LANGUAGE,
 ) -> dict[str, Any]:
-    """The class resource of a template.
+    """The class resource of a template, its strings in the design's source language with the
+    design's translations (`translatedValues`, as Wallet shows them by the phone's language).
 
     `logo_url` is a public URL of the design's logo (Google fetches images itself). Only the
     loyalty vertical requires a logo; without `logo_url` it uses `placeholder_logo_url`, and
@@ -87,22 +89,26 @@ def build_class(
     resource["issuerName"] = design.organization_name
     resource["reviewStatus"] = "UNDER_REVIEW"
     resource["hexBackgroundColor"] = design.colors.background
-    logo = None if logo_url is None else _image(logo_url, design.organization_name, language)
+    logo = None if logo_url is None else _image(logo_url, design, design.organization_name)
     if vertical == "eventTicket":
-        resource["eventName"] = _localized(design.description, language)
+        resource["eventName"] = _localized(design.description, design)
         if logo is not None:
             resource["logo"] = logo
     elif vertical == "loyalty":
         resource["programName"] = design.description
+        if (localized := _translations(design.description, design)) is not None:
+            resource["localizedProgramName"] = localized
         if logo is None:
             if placeholder_logo_url is None:
                 raise ValueError(
                     "a loyalty class needs programLogo: pass logo_url or placeholder_logo_url"
                 )
-            logo = _image(placeholder_logo_url, design.organization_name, language)
+            logo = _image(placeholder_logo_url, design, design.organization_name)
         resource["programLogo"] = logo
     else:  # offer
         resource["title"] = design.description
+        if (localized := _translations(design.description, design)) is not None:
+            resource["localizedTitle"] = localized
         resource["provider"] = design.organization_name
         resource["redemptionChannel"] = "INSTORE"
         if logo is not None:
@@ -124,10 +130,12 @@ def build_object(
     holder_email: str | None,
     voided: bool,
     logo_url: str | None = None,
-    language: str = DEFAULT_LANGUAGE,
     completed: bool = False,
+    expiration_date: datetime | None = None,
 ) -> dict[str, Any]:
-    """The object resource of a pass; `logo_url` is used by the generic vertical only."""
+    """The object resource of a pass; `logo_url` is used by the generic vertical only.
+    `expiration_date` (the pass's, or its design's) ends its `validTimeInterval`, so Google
+    Wallet shows it expired when Apple Wallet does."""
     vertical = vertical_for(template_type)
     resource: dict[str, Any] = {
         "id": object_id(identity.issuer_id, pass_id),
@@ -135,6 +143,8 @@ def build_object(
         # COMPLETED: the last allowed redemption was used (docs/redemption.md).
         "state": "INACTIVE" if voided else "COMPLETED" if completed else "ACTIVE",
     }
+    if expiration_date is not None:
+        resource["validTimeInterval"] = {"end": {"date": w3c_date(expiration_date)}}
     # Google shows one barcode: the first of the design's (in priority order) whose message
     # expands to something, as Apple's pass.json keeps only those (services/issuer/passjson.py):
     # an empty value is no barcode Wallet can draw, so a pass without one gets none.
@@ -167,31 +177,61 @@ def build_object(
         if holder:
             modules.append({"id": HOLDER_MODULE_ID, "header": "Name", "body": holder})
     else:  # generic
-        resource["cardTitle"] = _localized(design.organization_name, language)
-        resource["header"] = _localized(design.description, language)
+        resource["cardTitle"] = _localized(design.organization_name, design)
+        resource["header"] = _localized(design.description, design)
         if holder:
-            resource["subheader"] = _localized(holder, language)
+            resource["subheader"] = _localized(holder, design)
         resource["hexBackgroundColor"] = design.colors.background
         if logo_url is not None:
-            resource["logo"] = _image(logo_url, design.organization_name, language)
+            resource["logo"] = _image(logo_url, design, design.organization_name)
     if modules:
         resource["textModulesData"] = modules
     return resource
 
 
-def _text_modules(design: Design, field_values: dict[str, str]) -> list[dict[str, str]]:
-    modules = []
+def _text_modules(design: Design, field_values: dict[str, str]) -> list[dict[str, Any]]:
+    modules: list[dict[str, Any]] = []
     for field in design.fields:
         # An empty value falls back to the default; a module with no body is left out.
         body = field_values.get(field.key) or field.default
-        if body:
-            modules.append({"id": field.key, "header": field.label, "body": body})
+        if not body:
+            continue
+        module: dict[str, Any] = {"id": field.key, "header": field.label, "body": body}
+        # The same strings Apple Wallet translates (docs/templates.md#localizations).
+        if field.label and (header := _translations(field.label, design)) is not None:
+            module["localizedHeader"] = header
+        if (localized_body := _translations(body, design)) is not None:
+            module["localizedBody"] = localized_body
+        modules.append(module)
     return modules
 
 
-def _localized(value: str, language: str) -> dict[str, Any]:
+def _localized(value: str, design: Design) -> dict[str, Any]:
+    """A LocalizedString: the value in the design's source language, plus its translations."""
+    return _translations(value, design) or _default_only(value, design.source_language)
+
+
+def _translations(value: str, design: Design) -> dict[str, Any] | None:
+    """The LocalizedString of a string the design translates; None when no language does."""
+    translated = _translated_values(value, design.localizations, design.source_language)
+    if not translated:
+        return None
+    return {**_default_only(value, design.source_language), "translatedValues": translated}
+
+
+def _translated_values(
+    value: str, localizations: Mapping[str, Mapping[str, str]], source: str
+) -> list[dict[str, str]]:
+    return [
+        {"language": language, "value": strings[value]}
+        for language, strings in sorted(localizations.items())
+        if language != source and value in strings
+    ]
+
+
+def _default_only(value: str, language: str) -> dict[str, Any]:
     return {"defaultValue": {"language": language, "value": value}}
 
 
-def _image(url: str, description: str, language: str) -> dict[str, Any]:
-    return {"sourceUri": {"uri": url}, "contentDescription": _localized(description, language)}
+def _image(url: str, design: Design, description: str) -> dict[str, Any]:
+    return {"sourceUri": {"uri": url}, "contentDescription": _localized(description, design)}

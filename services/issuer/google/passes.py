@@ -1,7 +1,8 @@
-"""One call per event: the save link of a new pass, a changed pass, a changed template.
+"""A pass in Google Wallet: its save link, and the class and object Google stores.
 
-With a REST client (real credentials), the class and object are upserted through the Wallet
-API and the link is skinny (ids only), as Google recommends. Without one (the development
+With a REST client (real credentials), the link is skinny (ids only), as Google recommends, and
+the class and object are upserted through the Wallet API by a separate, retried step
+(google/sync.py), so Apple issuance never waits on Google. Without one (the development
 identity, which Google does not know), the link is fat: it carries the class and the object.
 """
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from services.issuer.google.client import WalletApiError, WalletRestClient
+from services.issuer.content import metadata_dates
+from services.issuer.google.client import WalletRestClient
 from services.issuer.google.identity import GoogleIdentity
 from services.issuer.google.objects import build_class, build_object, vertical_for
 from services.issuer.google.savelink import object_reference, save_url
@@ -28,7 +30,7 @@ class GoogleWallet:
     callback_url: str | None = None  # the classes' callbackOptions.url (the events service)
 
 
-async def save_link(
+def save_link(
     wallet: GoogleWallet,
     template: TemplateRecord,
     pass_record: PassRecord,
@@ -36,7 +38,9 @@ async def save_link(
     logo_url: str | None = None,
     now: datetime | None = None,
 ) -> str:
-    """The "Add to Google Wallet" link of a pass (upserting class and object when possible)."""
+    """The "Add to Google Wallet" link of a pass, made here without calling Google: skinny
+    (ids only) with a REST client, whose object the Google sync step upserts (google/sync.py);
+    fat (class and object inside) without one."""
     vertical = vertical_for(template.type)
     resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
     if wallet.client is None:
@@ -48,8 +52,6 @@ async def save_link(
             classes=[resource_class],
             now=now,
         )
-    await wallet.client.upsert_class(vertical, resource_class)
-    await wallet.client.upsert_object(vertical, resource)
     return save_url(
         wallet.identity,
         origins=wallet.origins,
@@ -57,6 +59,21 @@ async def save_link(
         objects=[object_reference(resource)],
         now=now,
     )
+
+
+async def sync_object(
+    wallet: GoogleWallet,
+    template: TemplateRecord,
+    pass_record: PassRecord,
+    *,
+    logo_url: str | None = None,
+) -> None:
+    """Insert or update the pass's object as it is now (idempotent by the object's id); a
+    no-op without a client."""
+    if wallet.client is None:
+        return
+    _resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
+    await wallet.client.upsert_object(vertical_for(template.type), resource)
 
 
 async def sync_template(
@@ -68,30 +85,6 @@ async def sync_template(
     design = Design.from_stored(template.design)
     resource_class = _class(wallet, template, design, logo_url)
     await wallet.client.upsert_class(vertical_for(template.type), resource_class)
-
-
-async def sync_pass(
-    wallet: GoogleWallet,
-    template: TemplateRecord,
-    pass_record: PassRecord,
-    *,
-    logo_url: str | None = None,
-) -> None:
-    """Push a changed pass (values, holder, voided) to its object; a no-op without a client.
-
-    Only an object that exists is patched: one that does not is created, current, by the next
-    `save_link`. Voiding is a change like any other (the object becomes INACTIVE). A single-pass
-    command needs none (its new save link upserts the object): this is for template rollouts
-    and bulk updates, which patch the class once and then each object.
-    """
-    if wallet.client is None:
-        return
-    _resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
-    try:
-        await wallet.client.patch_object(vertical_for(template.type), resource)
-    except WalletApiError as exc:
-        if exc.status != 404:
-            raise
 
 
 def resources(
@@ -117,6 +110,11 @@ def resources(
         voided=pass_record.voided,
         completed=pass_record.used_up,
         logo_url=logo_url,
+        # The pass's own date (metadata) before its design's, as in pass.json.
+        expiration_date=(
+            metadata_dates(pass_record.metadata, strict=False).expiration_date
+            or design.expiration_date
+        ),
     )
     return _class(wallet, template, design, logo_url), resource
 

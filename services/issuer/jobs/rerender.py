@@ -153,8 +153,8 @@ class PassRerenderer:
         content = self._artifacts.content(updated, template, design)
         with PKPASS_BUILD.time():
             signed = sign_pass(content, self._artifacts.identities.apple, assets)
-        updated.google_save_url = await self._artifacts.refresh_google(
-            template, design, updated, patch_object=changed.google_object
+        self._artifacts.attach_google(
+            template, design, updated, object_changed=changed.google_object
         )
         file = PassFile(
             version=updated.version,

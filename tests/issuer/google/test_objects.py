@@ -1,5 +1,6 @@
 """Template and pass -> Wallet class and object: the mapping rules, one at a time."""
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -221,3 +222,40 @@ def test_loyalty_without_any_logo_is_refused(identity: GoogleIdentity) -> None:
             template_type="membership",
             design=make_design(),
         )
+
+
+LOCALIZED = {"fr": {"Seat": "Place", "Summer Festival 2026": "Festival d'été 2026", "12A": "12 A"}}
+
+
+def test_translations_reach_google_as_translated_values(identity: GoogleIdentity) -> None:
+    """Issue 15: the design's localizations were ignored on Google; Wallet shows a
+    LocalizedString's translatedValues by the phone's language, as Apple shows .lproj strings."""
+    design = make_design(localizations=LOCALIZED, source_language="en")
+    event_class = sample_class(identity, "event", design)
+    assert event_class["eventName"] == {
+        "defaultValue": {"language": "en", "value": "Summer Festival 2026"},
+        "translatedValues": [{"language": "fr", "value": "Festival d'été 2026"}],
+    }
+    (seat, gate) = sample_object(identity, "event", design)["textModulesData"]
+    assert seat["localizedHeader"]["translatedValues"] == [{"language": "fr", "value": "Place"}]
+    assert seat["localizedBody"]["translatedValues"] == [{"language": "fr", "value": "12 A"}]
+    assert "localizedHeader" not in gate  # "Gate" has no translation
+    offer = sample_class(identity, "coupon", design)
+    assert offer["localizedTitle"]["translatedValues"][0]["language"] == "fr"
+    loyalty = sample_class(identity, "loyalty", design)
+    assert loyalty["localizedProgramName"]["defaultValue"]["language"] == "en"
+    generic = sample_object(identity, "generic", design)
+    assert generic["header"]["translatedValues"][0]["value"] == "Festival d'été 2026"
+
+
+def test_strings_are_in_the_design_source_language(identity: GoogleIdentity) -> None:
+    design = make_design(source_language="de")
+    assert sample_class(identity, "event", design)["eventName"]["defaultValue"]["language"] == "de"
+
+
+def test_the_expiration_date_ends_the_valid_time_interval(identity: GoogleIdentity) -> None:
+    """Issue 15: a pass expired in Apple Wallet stayed active in Google Wallet."""
+    expires = datetime(2031, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=1)))
+    resource = sample_object(identity, "coupon", expiration_date=expires)
+    assert resource["validTimeInterval"] == {"end": {"date": "2031-12-31T23:59:00+01:00"}}
+    assert "validTimeInterval" not in sample_object(identity, "coupon")

@@ -12,7 +12,7 @@ from services.issuer.google.identity import GoogleIdentity
 from services.issuer.google.passes import (
     GoogleWallet,
     save_link,
-    sync_pass,
+    sync_object,
     sync_template,
 )
 from services.issuer.google.savelink import SAVE_URL_PREFIX
@@ -82,7 +82,7 @@ def _payload(identity: GoogleIdentity, url: str) -> dict[str, Any]:
 async def test_without_a_client_the_link_is_fat(identity: GoogleIdentity) -> None:
     wallet = GoogleWallet(identity, None, ORIGINS, PLACEHOLDER_LOGO_URL)
 
-    url = await save_link(wallet, _template(), _pass(), now=NOW)
+    url = save_link(wallet, _template(), _pass(), now=NOW)
 
     payload = _payload(identity, url)
     assert [o["id"] for o in payload["loyaltyObjects"]] == [f"{identity.issuer_id}.{PASS_ID}"]
@@ -90,10 +90,10 @@ async def test_without_a_client_the_link_is_fat(identity: GoogleIdentity) -> Non
     assert payload["loyaltyClasses"][0]["programLogo"]["sourceUri"]["uri"] == (PLACEHOLDER_LOGO_URL)
     # Nothing to push anywhere without a client.
     await sync_template(wallet, _template())
-    await sync_pass(wallet, _template(), _pass(voided=True))
+    await sync_object(wallet, _template(), _pass(voided=True))
 
 
-async def test_with_a_client_resources_are_upserted_and_the_link_is_skinny(
+async def test_with_a_client_the_link_is_skinny_and_made_without_calling_google(
     identity: GoogleIdentity, fake_google: FakeGoogle
 ) -> None:
     async with WalletRestClient(
@@ -104,47 +104,36 @@ async def test_with_a_client_resources_are_upserted_and_the_link_is_skinny(
         object_id = f"{identity.issuer_id}.{PASS_ID}"
         class_id = f"{identity.issuer_id}.{TEMPLATE_ID}"
 
-        url = await save_link(wallet, template, _pass(), now=NOW)
+        url = save_link(wallet, template, _pass(), now=NOW)
         assert _payload(identity, url) == {
             "eventTicketObjects": [{"id": object_id, "classId": class_id}]
         }
-        assert fake_google.objects[object_id]["ticketHolderName"] == "Ada Lovelace"
+        assert fake_google.requests == []  # the Google step upserts (google/sync.py)
 
-        await sync_pass(wallet, template, _pass(field_values={"seat": "14C"}))
+        await sync_template(wallet, template)
+        await sync_object(wallet, template, _pass())
+        assert fake_google.objects[object_id]["ticketHolderName"] == "Ada Lovelace"
+        await sync_object(wallet, template, _pass(field_values={"seat": "14C"}))
         assert fake_google.objects[object_id]["textModulesData"][0]["body"] == "14C"
 
         await sync_template(wallet, _template("event", description="Autumn Festival"))
         event_name = fake_google.classes[class_id]["eventName"]["defaultValue"]["value"]
         assert event_name == "Autumn Festival"
 
-        await sync_pass(wallet, template, _pass(voided=True))
+        await sync_object(wallet, template, _pass(voided=True))
         assert fake_google.objects[object_id]["state"] == "INACTIVE"
-
-
-async def test_a_pass_google_has_never_seen_is_left_alone(
-    identity: GoogleIdentity, fake_google: FakeGoogle
-) -> None:
-    async with WalletRestClient(
-        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
-    ) as client:
-        wallet = GoogleWallet(identity, client, ORIGINS)
-        await sync_pass(wallet, _template("generic"), _pass())
-        await sync_pass(wallet, _template("generic"), _pass(voided=True))
-
-    assert fake_google.objects == {}
 
 
 async def test_classes_carry_the_callback_url_in_links_and_upserts(
     identity: GoogleIdentity, fake_google: FakeGoogle
 ) -> None:
     fat = GoogleWallet(identity, None, ORIGINS, PLACEHOLDER_LOGO_URL, callback_url=CALLBACK_URL)
-    payload = _payload(identity, await save_link(fat, _template(), _pass(), now=NOW))
+    payload = _payload(identity, save_link(fat, _template(), _pass(), now=NOW))
     assert payload["loyaltyClasses"][0]["callbackOptions"] == {"url": CALLBACK_URL}
     async with WalletRestClient(
         identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
     ) as client:
         wallet = GoogleWallet(identity, client, ORIGINS, callback_url=CALLBACK_URL)
-        await save_link(wallet, _template("event"), _pass(), now=NOW)
         await sync_template(wallet, _template("event", description="Autumn Festival"))
     stored = fake_google.classes[f"{identity.issuer_id}.{TEMPLATE_ID}"]
     assert stored["callbackOptions"] == {"url": CALLBACK_URL}

@@ -4,6 +4,7 @@ The schemas come from tests/fixtures/walletobjects.v1.json (Google's own discove
 shipped by google-api-python-client), not from our code; see walletschema.py for the mapping.
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -71,6 +72,17 @@ def test_every_barcode_format_validates(identity: GoogleIdentity, barcode_format
     design = make_design(barcode={"format": barcode_format, "message": "{serial_number}"})
     resource = sample_object(identity, "generic", design)
     assert walletschema.errors("GenericObject", resource) == []
+
+
+@pytest.mark.parametrize("template_type", TEMPLATE_TYPES)
+def test_translations_and_validity_validate(identity: GoogleIdentity, template_type: str) -> None:
+    strings = {"Seat": "Place", "Gate": "Porte", "Summer Festival 2026": "Festival", "12A": "12 A"}
+    design = make_design(localizations={"fr": strings, "de": {"Seat": "Platz"}})
+    expires = datetime(2031, 12, 31, 23, 59, tzinfo=UTC)
+    resource = sample_object(identity, template_type, design, expiration_date=expires)
+    assert walletschema.errors(_schema_name(template_type, "Object"), resource) == []
+    resource_class = sample_class(identity, template_type, design)
+    assert walletschema.errors(_schema_name(template_type, "Class"), resource_class) == []
 
 
 def test_minimal_design_validates(identity: GoogleIdentity) -> None:

@@ -1,0 +1,179 @@
+"""The Google step (services/issuer/google/sync.py) on a real store and the fake Google (real
+HTTP): passes marked by their commands are upserted after the commit, a class once per design
+version, failures are recorded on the pass and retried, a pass changed meanwhile is synced again.
+"""
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.issuer.artifacts import WalletArtifacts
+from services.issuer.config import IssuerSettings
+from services.issuer.google.client import WalletRestClient
+from services.issuer.google.identity import GoogleIdentity
+from services.issuer.google.passes import GoogleWallet
+from services.issuer.google.sync import GoogleSyncer, GoogleSyncStore
+from services.issuer.identity import load_identities
+from services.issuer.repository import IssuerRepository
+from services.issuer.service import IssuerService
+from shared.clock import SystemClock
+from shared.messages import CreatePass, UpdatePass, UpdateTemplate
+from shared.models import PassRecord, TemplateRecord
+from tests.support.fake_google import FakeGoogle
+from tests.support.issuer import SITE, command_base, issuer_repository, template_command
+from tests.support.polling import poll_async
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
+    async with issuer_repository(mongo_url) as repository:
+        yield repository
+
+
+@pytest.fixture
+async def artifacts(
+    tmp_path: Path, identity: GoogleIdentity, fake_google: FakeGoogle
+) -> AsyncIterator[WalletArtifacts]:
+    identities = load_identities(IssuerSettings.model_validate({"data_dir": tmp_path}))
+    async with WalletRestClient(
+        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
+    ) as client:
+        google = GoogleWallet(identity, client, origins=[SITE])
+        live = dataclasses.replace(identities, google=identity)
+        yield WalletArtifacts(live, google, site_url=SITE, wallet_url=SITE)
+
+
+@pytest.fixture
+async def syncer(repo: IssuerRepository, artifacts: WalletArtifacts) -> AsyncIterator[GoogleSyncer]:
+    store = GoogleSyncStore(repo.db)
+    await store.ensure_indexes()
+    worker = GoogleSyncer(
+        store,
+        repo,
+        artifacts,
+        SystemClock(),
+        concurrency=4,
+        lease_seconds=30,
+        poll_seconds=0.2,
+        retry_max_seconds=0.2,
+    )
+    worker.start()
+    yield worker
+    await worker.stop()
+
+
+@pytest.fixture
+def service(
+    repo: IssuerRepository, artifacts: WalletArtifacts, syncer: GoogleSyncer
+) -> IssuerService:
+    store = GoogleSyncStore(repo.db)
+    return IssuerService(repo, artifacts, SystemClock(), syncer.wake, google_classes=store)
+
+
+async def _stored(repo: IssuerRepository, pass_id: str) -> dict[str, Any]:
+    doc = await repo.passes.find_one({"_id": pass_id})
+    assert doc is not None
+    return doc
+
+
+async def _synced(repo: IssuerRepository, pass_id: str, version: int) -> dict[str, Any]:
+    async def current() -> dict[str, Any] | None:
+        doc = await _stored(repo, pass_id)
+        done = doc.get("google_status") == "synced" and doc["version"] == version
+        return doc if done else None
+
+    return await poll_async(current, message=f"{pass_id} v{version} synced")
+
+
+def _class_writes(fake: FakeGoogle) -> list[tuple[str, str]]:
+    return [(m, p) for m, p in fake.requests if "Class" in p and m != "GET"]
+
+
+async def test_a_pass_is_committed_first_and_its_object_upserted_after(
+    service: IssuerService, repo: IssuerRepository, fake_google: FakeGoogle
+) -> None:
+    template = await service.handle(template_command("test"))
+    assert isinstance(template, TemplateRecord)
+    issued = await service.handle(
+        CreatePass(**command_base("test"), template_id=template.id, field_values={})
+    )
+    assert isinstance(issued, PassRecord)
+    assert issued.google_status == "pending"
+    doc = await _synced(repo, issued.id, 1)
+    assert "google_sync_due" not in doc or doc["google_sync_due"] is None
+    assert "google_lease_owner" not in doc
+    assert fake_google.object_of(issued.id)["state"] == "ACTIVE"
+
+
+async def test_the_class_is_upserted_once_per_design_version(
+    service: IssuerService, repo: IssuerRepository, fake_google: FakeGoogle
+) -> None:
+    template = await service.handle(template_command("test"))
+    assert isinstance(template, TemplateRecord)
+    for _ in range(3):
+        made = await service.handle(
+            CreatePass(**command_base("test"), template_id=template.id, field_values={})
+        )
+        assert isinstance(made, PassRecord)
+        await _synced(repo, made.id, 1)
+    assert len(_class_writes(fake_google)) == 1
+    # A design change reaches the class even when no pass changes in Google.
+    design = {**template.design, "description": "Autumn Festival"}
+    changed = await service.handle(
+        UpdateTemplate(**command_base("test"), template_id=template.id, design=design)
+    )
+    assert isinstance(changed, TemplateRecord)
+
+    async def class_changed() -> bool:
+        return any("Autumn Festival" in str(stored) for stored in fake_google.classes.values())
+
+    await poll_async(class_changed, message="the class updated")
+    assert len(_class_writes(fake_google)) == 2
+
+
+async def test_an_outage_marks_the_pass_failing_and_a_retry_heals_it(
+    service: IssuerService, repo: IssuerRepository, fake_google: FakeGoogle
+) -> None:
+    template = await service.handle(template_command("test"))
+    assert isinstance(template, TemplateRecord)
+    fake_google.outage_status = 503
+    issued = await service.handle(
+        CreatePass(**command_base("test"), template_id=template.id, field_values={})
+    )
+    assert isinstance(issued, PassRecord)
+
+    async def failing() -> dict[str, Any] | None:
+        doc = await _stored(repo, issued.id)
+        return doc if doc.get("google_attempts", 0) >= 2 else None
+
+    doc = await poll_async(failing, message="two failed attempts")
+    assert doc["google_status"] == "failing"
+    assert "503" in doc["google_error"]
+    fake_google.outage_status = None
+    await _synced(repo, issued.id, 1)
+    assert "google_attempts" not in await _stored(repo, issued.id)
+
+
+async def test_a_pass_changed_during_its_sync_is_synced_again_at_its_new_version(
+    service: IssuerService, repo: IssuerRepository, fake_google: FakeGoogle
+) -> None:
+    template = await service.handle(template_command("test"))
+    assert isinstance(template, TemplateRecord)
+    issued = await service.handle(
+        CreatePass(**command_base("test"), template_id=template.id, field_values={})
+    )
+    assert isinstance(issued, PassRecord)
+    for seat in ("A1", "B2", "C3"):
+        update = UpdatePass(
+            **command_base("test"),
+            pass_id=issued.id,
+            field_values={"seat": seat},
+        )
+        await service.handle(update)
+    await _synced(repo, issued.id, 4)
+    assert "C3" in str(fake_google.object_of(issued.id))
