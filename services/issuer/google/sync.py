@@ -136,9 +136,10 @@ class GoogleSyncStore:
         )
 
     async def _write(self, write: Callable[[AsyncClientSession], Awaitable[object]]) -> bool:
-        """A write to passes, which commands change in transactions: in a transaction of its
-        own (shared/mongo.py write_in_transaction), tried again while a command's transaction
-        holds the pass; False if it still conflicts (a lease is then left to expire)."""
+        """A write to passes or classes, which commands change in transactions: in a
+        transaction of its own (shared/mongo.py write_in_transaction), tried again while a
+        command's transaction holds the document; False if it still conflicts (a lease is
+        then left to expire)."""
         for _ in range(WRITE_ATTEMPTS):
             if await write_in_transaction(self.passes.database.client, write):
                 return True
@@ -150,8 +151,13 @@ class GoogleSyncStore:
         return int(doc.get("synced_version", 0)) if doc else 0
 
     async def class_synced(self, template_id: str, design_version: int) -> None:
-        await self.classes.update_one(
-            {"_id": template_id}, {"$max": {"synced_version": design_version}}, upsert=True
+        await self._write(
+            lambda session: self.classes.update_one(
+                {"_id": template_id},
+                {"$max": {"synced_version": design_version}},
+                upsert=True,
+                session=session,
+            )
         )
 
     async def mark_class_due(
@@ -172,13 +178,20 @@ class GoogleSyncStore:
 
     async def class_done(self, doc: dict[str, Any], design_version: int) -> None:
         """Due no more, unless a newer change marked it due again meanwhile."""
-        await self.classes.update_one(
-            {"_id": doc["_id"], "due": doc["due"]},
-            {"$unset": {"due": ""}, "$max": {"synced_version": design_version}},
+        await self._write(
+            lambda session: self.classes.update_one(
+                {"_id": doc["_id"], "due": doc["due"]},
+                {"$unset": {"due": ""}, "$max": {"synced_version": design_version}},
+                session=session,
+            )
         )
 
     async def class_retry(self, doc: dict[str, Any], at: datetime) -> None:
-        await self.classes.update_one({"_id": doc["_id"], "due": doc["due"]}, {"$set": {"due": at}})
+        await self._write(
+            lambda session: self.classes.update_one(
+                {"_id": doc["_id"], "due": doc["due"]}, {"$set": {"due": at}}, session=session
+            )
+        )
 
 
 class GoogleSyncer:

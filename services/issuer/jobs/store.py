@@ -190,16 +190,23 @@ class JobStore:
     async def retry_soon(self, chunk_id: str, token: str, at: datetime) -> None:
         """Give a claimed chunk back, to be claimed again from `at`, without counting this
         claim as an attempt (its commit was held up, not failed)."""
-        await self.chunks.update_one(
-            {"_id": chunk_id, "lease_owner": token, "state": "pending"},
-            {"$set": {"lease_until": at}, "$inc": {"attempts": -1}},
+        # Not given back on a conflict (a cancel): the lease then expires as for a crash.
+        await self._in_transaction(
+            lambda session: self.chunks.update_one(
+                {"_id": chunk_id, "lease_owner": token, "state": "pending"},
+                {"$set": {"lease_until": at}, "$inc": {"attempts": -1}},
+                session=session,
+            )
         )
 
     async def drop_chunk(self, chunk_id: str, token: str) -> None:
         """A claimed chunk of a finished job: canceled, never worked."""
-        await self.chunks.update_one(
-            {"_id": chunk_id, "lease_owner": token, "state": "pending"},
-            {"$set": {"state": "canceled"}, "$unset": {"lease_until": ""}},
+        await self._in_transaction(
+            lambda session: self.chunks.update_one(
+                {"_id": chunk_id, "lease_owner": token, "state": "pending"},
+                {"$set": {"state": "canceled"}, "$unset": {"lease_until": ""}},
+                session=session,
+            )
         )
 
     # --- the worker --------------------------------------------------------------------------
