@@ -79,6 +79,10 @@ SLOT_LIMITS: dict[str, int] = {
 }
 
 GROUPING_STYLES = frozenset({"eventTicket", "boardingPass"})
+# Coupons, store cards and generic passes with a square barcode show this many secondary and
+# auxiliary fields together (Design._check_field_layout).
+COMBINED_SECONDARY_AUXILIARY = 4
+SQUARE_BARCODES = frozenset({"qr", "aztec"})
 MAX_LOCATIONS = 10  # Wallet ignores locations past the tenth
 MAX_RELEVANT_WINDOWS = 10
 
@@ -271,6 +275,41 @@ class Design(_Strict):
             raise ValueError("set barcode or barcodes, not both")
         return self
 
+    def _check_field_layout(self, apple_style: str) -> None:
+        """What Wallet shows of each slot for this style (Apple's PassFields reference): one
+        primary field (a boarding pass: two, origin and destination), and on a coupon, a store
+        card or a generic pass with a square barcode at most four secondary and auxiliary fields
+        together. Wallet hides the rest without a word, so they are refused, naming the first
+        field that would not show."""
+        primary_limit = 2 if apple_style == "boardingPass" else 1
+        square = any(code.format in SQUARE_BARCODES for code in self.barcode_list()[:1])
+        combined = apple_style in ("coupon", "storeCard") or (apple_style == "generic" and square)
+        primary = secondary_and_auxiliary = 0
+        for index, field in enumerate(self.fields):
+            if field.slot == "primary":
+                primary += 1
+                if primary > primary_limit:
+                    raise DesignStyleError(
+                        f"fields.{index}.slot",
+                        f"apple_style {apple_style} shows {primary_limit} primary "
+                        f"field{'s' if primary_limit > 1 else ''}; Wallet would hide field "
+                        f"{field.key!r}. Move it to another slot.",
+                    )
+            elif combined and field.slot in ("secondary", "auxiliary"):
+                secondary_and_auxiliary += 1
+                if secondary_and_auxiliary > COMBINED_SECONDARY_AUXILIARY:
+                    kind = (
+                        "a generic pass with a square barcode"
+                        if apple_style == "generic"
+                        else (f"apple_style {apple_style}")
+                    )
+                    raise DesignStyleError(
+                        f"fields.{index}.slot",
+                        f"{kind} shows at most {COMBINED_SECONDARY_AUXILIARY} secondary and "
+                        f"auxiliary fields together; Wallet would hide field {field.key!r}. "
+                        "Move it to the back.",
+                    )
+
     @classmethod
     def from_stored(cls, data: Any) -> "Design":
         """Load a design saved earlier: the shape is validated, the PNGs not decoded again."""
@@ -303,6 +342,7 @@ class Design(_Strict):
                     "images.strip",
                     f"An eventTicket shows a strip image or a {' and '.join(conflict)}, not both.",
                 )
+        self._check_field_layout(apple_style)
         if apple_style == "boardingPass" and self.transit_type is None:
             raise DesignStyleError(
                 "transit_type", "A boardingPass template needs design.transit_type."

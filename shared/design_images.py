@@ -41,6 +41,9 @@ IMAGE_MAX_POINTS: dict[str, tuple[int, int]] = {
     "background": (180, 220),
     "footer": (286, 15),
 }
+# The smallest an image may be, in points (times the scale in pixels): Wallet blows a smaller
+# icon up, blurred, on the lock screen and in notifications (Apple's 29x29 pt minimum).
+IMAGE_MIN_POINTS: dict[str, tuple[int, int]] = {"icon": (29, 29)}
 SCALES: dict[str, int] = {"x1": 1, "x2": 2, "x3": 3}
 # Which images each apple_style shows (Apple's "Pass Design and Creation" guide).
 STYLE_IMAGES: dict[str, frozenset[str]] = {
@@ -108,7 +111,9 @@ def check_png(encoded: str, image: str, scale: int) -> CleanPng:
     """
     limit = IMAGE_MAX_POINTS.get(image)
     max_size = None if limit is None else (limit[0] * scale, limit[1] * scale)
-    return _clean(encoded, image if scale == 1 else f"{image}@{scale}x", max_size)
+    least = IMAGE_MIN_POINTS.get(image)
+    min_size = None if least is None else (least[0] * scale, least[1] * scale)
+    return _clean(encoded, image if scale == 1 else f"{image}@{scale}x", max_size, min_size)
 
 
 def clean_stored_png(encoded: str, label: str) -> CleanPng:
@@ -120,7 +125,12 @@ def clean_stored_png(encoded: str, label: str) -> CleanPng:
     return _clean(encoded, label, None)
 
 
-def _clean(encoded: str, label: str, max_size: tuple[int, int] | None) -> CleanPng:
+def _clean(
+    encoded: str,
+    label: str,
+    max_size: tuple[int, int] | None,
+    min_size: tuple[int, int] | None = None,
+) -> CleanPng:
     key = _cache_key(encoded)
     found = _CLEANED.get(key)
     try:
@@ -131,6 +141,8 @@ def _clean(encoded: str, label: str, max_size: tuple[int, int] | None) -> CleanP
             width, height = found.width, found.height
         if max_size is not None and (width > max_size[0] or height > max_size[1]):
             raise ValueError(f"is {width}x{height} px; at most {max_size[0]}x{max_size[1]} px")
+        if min_size is not None and (width < min_size[0] or height < min_size[1]):
+            raise ValueError(f"is {width}x{height} px; at least {min_size[0]}x{min_size[1]} px")
         if found is None:
             # The pixel limits above are checked on IHDR before this decodes anything.
             clean = clean_png(data, MAX_DECODE_PIXELS)

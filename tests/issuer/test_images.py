@@ -115,10 +115,10 @@ def test_byte_limit() -> None:
 
 
 def test_scales_object_needs_x1_and_nothing_else() -> None:
-    [(loc, _)] = _errors({"icon": {"x2": b64(png(10, 10))}})
+    [(loc, _)] = _errors({"icon": {"x2": b64(png(58, 58))}})
     assert loc == ("images", "icon", "x1")
 
-    [(loc, _)] = _errors({"icon": {"x1": b64(png(10, 10)), "x4": b64(png(10, 10))}})
+    [(loc, _)] = _errors({"icon": {"x1": b64(png(29, 29)), "x4": b64(png(29, 29))}})
     assert loc == ("images", "icon", "x4")
 
 
@@ -139,8 +139,27 @@ def test_a_string_image_round_trips_as_a_string_and_scales_as_an_object() -> Non
     assert Design.model_validate(design.model_dump(mode="json")) == design
 
 
+@pytest.mark.parametrize(
+    ("icon", "loc", "message"),
+    [
+        (png(20, 20), ("images", "icon"), "image 'icon' is 20x20 px; at least 29x29 px"),
+        ({"x1": png(29, 29), "x2": png(40, 40)}, ("images", "icon", "x2"), "at least 58x58 px"),
+        ({"x1": png(29, 29), "x3": png(86, 87)}, ("images", "icon", "x3"), "at least 87x87 px"),
+    ],
+    ids=["x1", "x2", "x3"],
+)
+def test_an_icon_below_29_points_is_refused_naming_the_minimum(
+    icon: bytes | dict[str, bytes], loc: tuple[str, ...], message: str
+) -> None:
+    """Issue 15: Wallet blows a smaller icon up, blurred, on the lock screen."""
+    sent = b64(icon) if isinstance(icon, bytes) else {k: b64(v) for k, v in icon.items()}
+    [(found_loc, found)] = _errors({"icon": sent})
+    assert found_loc == loc
+    assert message in found
+
+
 def test_wrapped_base64_is_accepted() -> None:
-    encoded = b64(png(20, 20))
+    encoded = b64(png(29, 29))
     wrapped = "\n".join(encoded[i : i + 16] for i in range(0, len(encoded), 16))
 
     assert _design({"icon": wrapped}).images.icon is not None

@@ -191,6 +191,46 @@ def test_boarding_pass_needs_transit_type_and_grouping_is_for_two_styles() -> No
         grouped.check_style("poster")
 
 
+def _fields(*slots: str) -> list[dict[str, str]]:
+    return [{"key": f"f{n}", "label": f"F{n}", "slot": slot} for n, slot in enumerate(slots)]
+
+
+@pytest.mark.parametrize("style", ["coupon", "eventTicket", "generic", "storeCard"])
+def test_a_second_primary_field_is_refused_where_wallet_hides_it(style: str) -> None:
+    """Issue 15: a second primary field on a coupon was silently hidden by Wallet."""
+    design = Design.model_validate({**_BASE, "fields": _fields("header", "primary", "primary")})
+    with pytest.raises(DesignStyleError, match=f"{style} shows 1 primary field") as caught:
+        design.check_style(style)
+    assert caught.value.param == "fields.2.slot"
+    assert "'f2'" in str(caught.value)
+    two = Design.model_validate({**_BASE, "fields": _fields("primary", "primary")})
+    two.model_copy(update={"transit_type": "air"}).check_style("boardingPass")
+
+
+@pytest.mark.parametrize("style", ["coupon", "storeCard"])
+def test_coupons_and_store_cards_show_four_secondary_and_auxiliary_fields_together(
+    style: str,
+) -> None:
+    slots = ("secondary", "auxiliary", "secondary", "auxiliary")
+    Design.model_validate({**_BASE, "fields": _fields(*slots)}).check_style(style)
+    five = Design.model_validate({**_BASE, "fields": _fields(*slots, "auxiliary", "back")})
+    with pytest.raises(DesignStyleError, match="at most 4 secondary and auxiliary") as caught:
+        five.check_style(style)
+    assert caught.value.param == "fields.4.slot"
+
+
+def test_a_generic_pass_counts_them_together_only_with_a_square_barcode() -> None:
+    slots = _fields("secondary", "secondary", "auxiliary", "auxiliary", "auxiliary")
+    for square in ("qr", "aztec"):
+        design = Design.model_validate({**_BASE, "fields": slots, "barcode": {"format": square}})
+        with pytest.raises(DesignStyleError, match="generic pass with a square barcode"):
+            design.check_style("generic")
+    for rectangular in ("pdf417", "code128"):
+        barcode = {"format": rectangular}
+        Design.model_validate({**_BASE, "fields": slots, "barcode": barcode}).check_style("generic")
+    Design.model_validate({**_BASE, "fields": slots}).check_style("eventTicket")
+
+
 def test_barcode_list_prefers_whichever_is_set() -> None:
     single = Design.model_validate({**_BASE, "barcode": {"format": "aztec"}})
     several = Design.model_validate({**_BASE, "barcodes": [{"format": "qr"}, {"format": "pdf417"}]})
