@@ -11,6 +11,7 @@ import json
 import subprocess
 import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -28,12 +29,16 @@ from tests.support.api import (
     ok,
     wait_for_events,
 )
+from tests.support.apple_wallet import pushes_to
+from tests.support.emulated_iphone import EmulatedIPhone
+from tests.support.fake_apns import FakeApns, running_fake_apns
 from tests.support.fake_google import FakeGoogle, running_fake_google
 from tests.support.polling import poll
 from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
 ISSUER_ID = "3388000000012345678"
+LIVE_PASS_TYPE = "pass.com.example.live"
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +48,45 @@ def fake_google() -> Iterator[FakeGoogle]:
 
 
 @pytest.fixture(scope="module")
-def stack(
+def live_stack(
     nats_url: str,
     mongo_url: str,
     fake_google: FakeGoogle,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Stack]:
-    """Overrides the development stack of conftest.py with configured credentials."""
+) -> Iterator[tuple[Stack, FakeApns]]:
+    """Configured credentials, and pushes to a fake APNs that trusts the Apple identity."""
     running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("live-stack"))
     apple, google_dir = running.work_dir / "apple", running.work_dir / "google"
-    ensure_dev_identity(apple, pass_type_identifier="pass.com.example.live")
+    ensure_dev_identity(apple, pass_type_identifier=LIVE_PASS_TYPE)
     google = ensure_dev_google_identity(google_dir, ISSUER_ID)
     fake_google.register(google.client_email, google.public_key_pem())
-    running.extra_env = {
-        "TESSERA_PASS_TYPE_IDENTIFIER": "pass.com.example.live",
+    with running_fake_apns(apple / "root-ca.pem", running.work_dir) as apns:
+        running.extra_env = _live_env(apple, google_dir, fake_google) | {
+            "TESSERA_EVENTS_APNS_URL": apns.url,
+            "TESSERA_EVENTS_APNS_CA_PATH": str(apns.server_ca_path),
+        }
+        with serving(running):
+            yield running, apns
+
+
+@pytest.fixture(scope="module")
+def stack(live_stack: tuple[Stack, FakeApns]) -> Stack:
+    """Overrides the development stack of conftest.py with configured credentials."""
+    return live_stack[0]
+
+
+@pytest.fixture
+def iphone() -> Iterator[EmulatedIPhone]:
+    phone = EmulatedIPhone()
+    try:
+        yield phone
+    finally:
+        phone.close()
+
+
+def _live_env(apple: Path, google_dir: Path, fake_google: FakeGoogle) -> dict[str, str]:
+    return {
+        "TESSERA_PASS_TYPE_IDENTIFIER": LIVE_PASS_TYPE,
         "TESSERA_APPLE_CERTIFICATE_PATH": str(apple / "signer.pem"),
         "TESSERA_APPLE_PRIVATE_KEY_PATH": str(apple / "signer-key.pem"),
         "TESSERA_APPLE_WWDR_CERTIFICATE_PATH": str(apple / "wwdr.pem"),
@@ -69,8 +99,6 @@ def stack(
         # An outage's retries come every second (test_a_google_outage_...).
         "TESSERA_ISSUER_GOOGLE_RETRY_MAX_SECONDS": "1",
     }
-    with serving(running):
-        yield running
 
 
 def test_a_live_pass_is_signed_and_synced_to_google(stack: Stack, fake_google: FakeGoogle) -> None:
@@ -114,20 +142,29 @@ def test_patch_and_void_reach_google(stack: Stack, fake_google: FakeGoogle) -> N
 
 
 def test_a_google_outage_fails_and_delays_nothing_on_apple_and_heals(
-    stack: Stack, fake_google: FakeGoogle
+    live_stack: tuple[Stack, FakeApns], fake_google: FakeGoogle, iphone: EmulatedIPhone
 ) -> None:
     """Issue 15: Google is a separate, retried step; Apple issuance, updates and pushes never
     wait on it, the pass and the metrics show its status, and it catches up."""
+    stack, apns = live_stack
     account = stack.new_account("paid")
     with stack.client(headers=account.headers("live")) as live:
         template = create_template(live)
         fake_google.outage_status = 500
         try:
             issued = create_pass(live, template["id"])
-            assert live.get(issued["download_url"]).status_code == 200
+            download = live.get(issued["download_url"])
+            assert download.status_code == 200
+            serial = issued["serial_number"]
+            assert iphone.install(download.content, download.headers.get("last-modified")) == 201
             body = {"field_values": {"seat": "A1"}}
             ok(live.patch(f"/v1/passes/{issued['id']}", json=body))
-            wait_for_events(live, issued["id"], ["updated", "downloaded", "created"])
+            # The installed pass is pushed and fetched while Google still fails.
+            (push,) = pushes_to(apns, iphone.push_token, 1)
+            assert push.status == 200
+            sync = iphone.on_push(LIVE_PASS_TYPE)
+            assert sync.downloads == {serial: 200}
+            assert (iphone.passes[serial].field("seat") or {}).get("value") == "A1"
             failing = poll(
                 lambda: ok(live.get(f"/v1/passes/{issued['id']}")),
                 lambda found: found["google_status"] == "failing",
