@@ -14,6 +14,7 @@ import sys
 import uvicorn
 from fastapi import FastAPI
 
+from shared.http_date import FreshDate
 from shared.http_protocol import with_header_deadline
 from shared.logs import configure_logging
 from shared.settings import ServiceSettings
@@ -61,13 +62,14 @@ def serve(service: str, app: FastAPI, settings: ServiceSettings, port: int) -> N
         sys.exit(STARTUP_FAILURE)
     log.info("listening on %s", _described(settings, port))
     config = uvicorn.Config(
-        app,
+        FreshDate(app),
         host=settings.host,
         port=port,
         log_config=None,
         access_log=False,
         lifespan="on",
         http=with_header_deadline(settings.header_timeout_seconds),
+        date_header=False,  # FreshDate's instead: current, and never a second one
     )
     server = uvicorn.Server(config)
     try:

@@ -10,6 +10,9 @@ from services.events.registrations import DEFAULT_MAX_DEVICES_PER_PASS
 from shared.google_ids import DEV_ISSUER_ID
 from shared.settings import AppleIdentitySettings
 
+# Where Google's callback guide says its root signing keys are published.
+DEFAULT_GOOGLE_ROOT_KEYS_URL = "https://pay.google.com/gp/m/issuer/keys"
+
 
 class EventsSettings(AppleIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_EVENTS_", extra="ignore")
@@ -22,8 +25,11 @@ class EventsSettings(AppleIdentitySettings):
     wallet_rate_window_seconds: int = Field(60, ge=1, le=86_400)
     wallet_rate_limit_per_pass: int = Field(300, ge=0)
     wallet_rate_limit_per_address: int = Field(1200, ge=0)
-    # Google's root signing keys (their JSON key list). Unset: every Google callback is refused
-    # with 503, since nothing could be verified (docs/wallet-callbacks.md).
+    # Google's root signing keys, which its callbacks are verified against
+    # (docs/wallet-callbacks.md#root-signing-keys): fetched from the URL and cached, as its HTTP
+    # cache headers and each key's keyExpiration allow; or, for an install that cannot reach
+    # Google, read once from a file of the same JSON key list (the URL is then not used).
+    google_root_keys_url: str = Field(DEFAULT_GOOGLE_ROOT_KEYS_URL, pattern=r"^https?://")
     google_root_keys_path: Path | None = None
     # The recipient id Google signs callbacks for; the issuer's setting of the same meaning is
     # read too, so one .env configures both. Unset: the development issuer id, as on the issuer.
@@ -56,6 +62,15 @@ class EventsSettings(AppleIdentitySettings):
                 "APNs token auth needs TESSERA_EVENTS_APNS_KEY_PATH, _APNS_KEY_ID and "
                 "_APNS_TEAM_ID together"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _root_keys_over_https(self) -> "EventsSettings":
+        # Whoever answers this URL decides which callbacks are Google's.
+        if self.environment == "production" and not self.google_root_keys_url.startswith(
+            "https://"
+        ):
+            raise ValueError("TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL must be https:// in production")
         return self
 
     @property

@@ -1,8 +1,10 @@
 """POST /google/callbacks: Google Wallet's signed save/delete callbacks (docs/wallet-callbacks.md).
 
 Every class Tessera creates names this URL in its `callbackOptions.url`. A verified `save`
-records `installed`, a `del` records `removed`; any refusal is the error envelope with a 4xx
-(or a 503 when the failure is ours, which Google retries) and records nothing.
+records `installed`, a `del` records `removed`; a verified callback of another eventType, or
+one delivered again, is acknowledged with 200 and records nothing. Any refusal is the error
+envelope with a 4xx (or a 503 when the failure is ours, which Google retries) and records
+nothing.
 """
 
 from collections.abc import AsyncIterator
@@ -41,7 +43,10 @@ def google_callbacks_router(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await callbacks.nonces.ensure_indexes()
-        yield
+        try:
+            yield
+        finally:
+            await callbacks.root_keys.aclose()
 
     router = APIRouter(lifespan=lifespan)
 

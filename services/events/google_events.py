@@ -3,8 +3,12 @@
 A verified callback (services/events/google_verify.py) names an object, which names a pass
 (`<issuer id>.<pass id>`). Its nonce and its event are written in one transaction, the event to
 the service's outbox (events_out.py), whose relay publishes it: a nonce stored is an event
-recorded, and a nonce seen before is a replay and is refused. When the store fails nothing is
-written and Google's retry (of a 503) records the callback once.
+recorded. Google does not retry a callback answered with a 4xx, so whatever Google signed for
+us is acknowledged with 200, recorded or not: a nonce seen before is a delivery Google repeated
+(nothing is recorded twice), and an eventType other than save and del is one Google added
+since (logged, nothing recorded). A message without a nonce is deduplicated by the digest of
+its signed text instead. When the store fails, or no root key can be had, nothing is written
+and Google's retry (of a 503) records the callback once.
 """
 
 import logging
@@ -15,14 +19,15 @@ from typing import Final
 from pymongo.errors import PyMongoError
 
 from services.events.config import EventsSettings
+from services.events.google_root_keys import RootKeySource, RootKeysUnavailable, root_key_source
 from services.events.google_verify import (
     CallbackRejected,
     MalformedCallback,
     RootKey,
     SignedMessage,
     WrongProtocol,
-    load_root_keys,
-    verify_callback,
+    parse_callback,
+    verify_envelope,
 )
 from services.events.repository import GoogleNonces
 from services.issuer.reads import IssuerReads
@@ -38,6 +43,8 @@ log = logging.getLogger(__name__)
 # a window where the nonce is forgotten but the message still counts as unexpired.
 NONCE_RETENTION_MARGIN: Final = timedelta(days=1)
 _EVENT_TYPES: Final[dict[str, PassEventType]] = {"save": "installed", "del": "removed"}
+# Longer nonces are stored as their digest: a key that size is not Google's random nonce.
+_MAX_NONCE_LENGTH: Final = 128
 
 
 class Unavailable(ApiError):
@@ -46,73 +53,94 @@ class Unavailable(ApiError):
     status = 503
 
 
-class NonceReplayed(ApiError):
-    type = "invalid_request_error"
-    status = 409
-
-
 @dataclass(frozen=True)
 class GoogleCallbacks:
-    """What handling a callback needs; `root_keys` is None when none are configured."""
+    """What handling a callback needs."""
 
     nonces: GoogleNonces
     passes: IssuerReads
     clock: Clock
     issuer_id: str
-    root_keys: list[RootKey] | None
+    root_keys: RootKeySource
 
 
-def root_keys_from(settings: EventsSettings) -> list[RootKey] | None:
-    """The configured root keys; a bad file stops the service at start, naming the problem."""
-    if settings.google_root_keys_path is None:
-        return None
-    try:
-        return load_root_keys(settings.google_root_keys_path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH: {exc}") from exc
+def root_keys_from(settings: EventsSettings) -> RootKeySource:
+    """The configured root keys: the file's (a bad one stops the service at start, naming the
+    problem) or, without one, those fetched from the URL."""
+    return root_key_source(
+        settings.google_root_keys_path,
+        settings.google_root_keys_url,
+        settings.request_timeout_seconds,
+    )
 
 
-async def handle_callback(callbacks: GoogleCallbacks, body: bytes) -> PassEventMessage:
-    """Verify a callback and record its pass event; raises an ApiError for every refusal."""
-    if callbacks.root_keys is None:
-        raise Unavailable(
-            "Google Wallet callbacks are not configured: set TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH.",
-            code="google_callbacks_not_configured",
-        )
+async def handle_callback(callbacks: GoogleCallbacks, body: bytes) -> PassEventMessage | None:
+    """Verify a callback and record its pass event: the event, or None when the callback is
+    acknowledged without one (a repeated nonce, an unknown eventType). Raises an ApiError for
+    every refusal."""
     now = callbacks.clock.now()
     try:
-        message = verify_callback(
-            body, root_keys=callbacks.root_keys, issuer_id=callbacks.issuer_id, now=now
+        # Parsed before the keys are asked for: a body that is no callback never fetches them.
+        envelope = parse_callback(body)
+        root_keys = await _root_keys(callbacks, now)
+        message = verify_envelope(
+            envelope, root_keys=root_keys, issuer_id=callbacks.issuer_id, now=now
         )
     except CallbackRejected as exc:
         log.warning("refused a Google Wallet callback (%s): %s", exc.reason, exc)
         raise _refusal(exc) from None
-    return await _record(callbacks, message, now)
+    event_type = _EVENT_TYPES.get(message.event_type)
+    if event_type is None:
+        log.warning(
+            "acknowledged a Google Wallet callback with an eventType Tessera does not know "
+            "(%.40r) for %s; nothing recorded",
+            message.event_type,
+            message.object_id,
+        )
+        return None
+    return await _record(callbacks, message, event_type, now)
+
+
+async def _root_keys(callbacks: GoogleCallbacks, now: datetime) -> list[RootKey]:
+    try:
+        return await callbacks.root_keys.keys(now)
+    except RootKeysUnavailable as exc:
+        log.warning("Google Wallet callback not verified: %s", exc)
+        raise Unavailable(
+            "Google's root signing keys are not available; retry later.",
+            code="google_root_keys_unavailable",
+        ) from None
 
 
 async def _record(
-    callbacks: GoogleCallbacks, message: SignedMessage, now: datetime
-) -> PassEventMessage:
+    callbacks: GoogleCallbacks, message: SignedMessage, event_type: PassEventType, now: datetime
+) -> PassEventMessage | None:
     pass_id = pass_id_of(callbacks.issuer_id, message.object_id)
     record = None if pass_id is None else await callbacks.passes.pass_by_id(pass_id)
     if pass_id is None or record is None:
         log.warning("Google Wallet callback for unknown object %s", message.object_id)
         raise NotFound(f"No such pass object: '{message.object_id}'", code="resource_missing")
-    event_type = _EVENT_TYPES[message.event_type]
     event = pass_event(record, event_type, {"wallet": "google"}, now)
     expires_at = max(message.expires_at, now) + NONCE_RETENTION_MARGIN
     try:
-        fresh = await callbacks.nonces.record(message.nonce, event, expires_at)
+        fresh = await callbacks.nonces.record(dedupe_key(message), event, expires_at)
     except PyMongoError as exc:
         # Nothing was written, so Google's retry records this callback once.
         log.exception("could not record the %s event of %s", event_type, pass_id)
         raise Unavailable("The event could not be recorded; retry later.") from exc
     if not fresh:
-        log.warning("replayed Google Wallet callback nonce for %s", pass_id)
-        raise NonceReplayed(
-            "This callback's nonce was already processed.", code="google_callback_replayed"
-        )
+        log.info("Google Wallet callback for %s delivered again; recorded once", pass_id)
+        return None
     return event
+
+
+def dedupe_key(message: SignedMessage) -> str:
+    """What makes two deliveries of a callback one: its nonce, or, for a message without one
+    (or with a nonce too long to be Google's), the digest of its signed text, which a repeated
+    delivery repeats byte for byte."""
+    if 0 < len(message.nonce) <= _MAX_NONCE_LENGTH:
+        return message.nonce
+    return f"sha256:{message.digest}"
 
 
 def _refusal(exc: CallbackRejected) -> ApiError:

@@ -10,13 +10,17 @@ Google signs a callback the way it signs a Google Pay token, without the encrypt
 
 is accepted when, in this order (each failure has its own exception):
 
+0. the four keys above are there (`parse_callback`); keys besides them, in the body, in
+   intermediateSigningKey, in signedKey or in signedMessage, are ignored: nothing unsigned is
+   read, and a callback refused with a 4xx is never sent again (docs/wallet-callbacks.md);
 1. one of `signatures` verifies under one of Google's unexpired root signing keys over
    length-value(sender id, "ECv2SigningOnly", signedKey);
 2. signedKey's `keyExpiration` (milliseconds since the epoch) is in the future;
 3. `signature` verifies under signedKey's `keyValue` over
    length-value(sender id, recipient id = our issuer id, "ECv2SigningOnly", signedMessage);
-4. the message's objectId and classId belong to our issuer id, and `expTimeMillis` is in the
-   future.
+4. the message's objectId (and classId, when there is one) belong to our issuer id, and
+   `expTimeMillis` is in the future. `eventType` and `nonce` are returned as they are, whatever
+   they hold: what to do with them is google_events.py's decision.
 
 Length-value: each part as its UTF-8 byte length (4 bytes, little-endian), then the bytes. All
 signatures are ECDSA over P-256 with SHA-256, DER-encoded; keys are base64 DER
@@ -27,12 +31,13 @@ steps are written out here with `cryptography`, checked by tests/events/test_goo
 
 import base64
 import binascii
+import hashlib
 import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Literal, cast
+from typing import Any, Final
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
@@ -44,10 +49,8 @@ PROTOCOL_VERSION: Final = "ECv2SigningOnly"
 # Google's guides name the sender "GooglePayPasses" (and Tink's sample does); newer pages of the
 # same guide write "GoogleWalletPasses". Both name the passes callbacks, so both are accepted.
 SENDER_IDS: Final = ("GooglePayPasses", "GoogleWalletPasses")
-EventType = Literal["save", "del"]
-_EVENT_TYPES: Final = ("save", "del")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_BODY_KEYS: Final = {"protocolVersion", "signature", "intermediateSigningKey", "signedMessage"}
+_BODY_KEYS: Final = ("protocolVersion", "signature", "intermediateSigningKey", "signedMessage")
 
 
 @dataclass(frozen=True)
@@ -59,14 +62,27 @@ class RootKey:
 
 
 @dataclass(frozen=True)
-class SignedMessage:
-    """A verified callback: `eventType` save (added to a wallet) or del (removed)."""
+class Envelope:
+    """A callback body's parts, parsed but not yet verified."""
 
-    class_id: str
+    signed_key: str
+    key_signatures: list[bytes]
+    signature: bytes
+    signed_message: str
+
+
+@dataclass(frozen=True)
+class SignedMessage:
+    """A verified callback. `event_type` is Google's `eventType` (`save`: added to a wallet,
+    `del`: removed, or a type Google added since; "" when absent), `nonce` its nonce ("" when
+    absent or not a string), `digest` the SHA-256 of the signed message text (hex)."""
+
+    class_id: str | None
     object_id: str
-    event_type: EventType
+    event_type: str
     nonce: str
     expires_at: datetime
+    digest: str
 
 
 class CallbackRejected(Exception):
@@ -112,31 +128,63 @@ def verify_callback(
     sender_ids: Sequence[str] = SENDER_IDS,
 ) -> SignedMessage:
     """The verified message of a callback body, or a `CallbackRejected` subclass saying why not."""
+    envelope = parse_callback(body)
+    return verify_envelope(
+        envelope, root_keys=root_keys, issuer_id=issuer_id, now=now, sender_ids=sender_ids
+    )
+
+
+def parse_callback(body: bytes) -> Envelope:
+    """A body's envelope (step 0), before any key is needed; `MalformedCallback` or
+    `WrongProtocol` when it is not a callback at all.
+
+    Tink's recipient requires exactly the four keys of the body and exactly signedKey and
+    signatures in intermediateSigningKey; here other keys are ignored there too. They are
+    unsigned and never read, so they cannot change what is verified, and Google does not retry
+    a callback answered with a 4xx: refusing one for a key Google added would lose it.
+    """
     envelope = _object(_json(body, "body"), "body")
-    if set(envelope) != _BODY_KEYS:
-        raise MalformedCallback(f"the body must have exactly the keys {sorted(_BODY_KEYS)}")
+    missing = [key for key in _BODY_KEYS if key not in envelope]
+    if missing:
+        raise MalformedCallback(f"the body lacks {', '.join(missing)}")
     if envelope["protocolVersion"] != PROTOCOL_VERSION:
         raise WrongProtocol(f"protocolVersion must be {PROTOCOL_VERSION!r}")
     intermediate = _object(envelope["intermediateSigningKey"], "intermediateSigningKey")
-    if set(intermediate) != {"signedKey", "signatures"}:
-        raise MalformedCallback("intermediateSigningKey must have exactly signedKey and signatures")
-    signed_key = _string(intermediate["signedKey"], "signedKey")
+    if "signedKey" not in intermediate or "signatures" not in intermediate:
+        raise MalformedCallback("intermediateSigningKey must have signedKey and signatures")
     signatures = intermediate["signatures"]
     if not isinstance(signatures, list) or not signatures:
         raise MalformedCallback("intermediateSigningKey.signatures must be a non-empty list")
-    key_signatures = [_base64(_string(item, "signatures[]"), "signatures[]") for item in signatures]
-    signature = _base64(_string(envelope["signature"], "signature"), "signature")
-    signed_message = _string(envelope["signedMessage"], "signedMessage")
+    return Envelope(
+        signed_key=_string(intermediate["signedKey"], "signedKey"),
+        key_signatures=[
+            _base64(_string(item, "signatures[]"), "signatures[]") for item in signatures
+        ],
+        signature=_base64(_string(envelope["signature"], "signature"), "signature"),
+        signed_message=_string(envelope["signedMessage"], "signedMessage"),
+    )
 
+
+def verify_envelope(
+    envelope: Envelope,
+    *,
+    root_keys: Sequence[RootKey],
+    issuer_id: str,
+    now: datetime,
+    sender_ids: Sequence[str] = SENDER_IDS,
+) -> SignedMessage:
+    """Steps 1 to 4 for a parsed envelope."""
     now_ms = _millis(now)
     roots = [root.public_key for root in root_keys if _millis(root.expires_at) > now_ms]
-    sender_id = _intermediate_sender(signed_key, key_signatures, roots, sender_ids)
+    signed_key = envelope.signed_key
+    sender_id = _intermediate_sender(signed_key, envelope.key_signatures, roots, sender_ids)
     key_document = _object(_json(signed_key.encode(), "signedKey"), "signedKey")
     if _millis_field(key_document, "keyExpiration", "signedKey") <= now_ms:
         raise IntermediateKeyExpired("the intermediate signing key has expired")
     intermediate_key = public_key(_string(key_document.get("keyValue"), "signedKey.keyValue"))
+    signed_message = envelope.signed_message
     signed = length_value(sender_id, issuer_id, PROTOCOL_VERSION, signed_message)
-    if not _verifies(intermediate_key, signature, signed):
+    if not _verifies(intermediate_key, envelope.signature, signed):
         # The recipient is only in the signed bytes, so a message for another issuer fails here
         # too; its (unverified) ids tell the two apart, for the operator's logs only.
         if not _ours(_unverified_message(signed_message), issuer_id):
@@ -222,16 +270,19 @@ def _intermediate_sender(
 
 
 def _message(signed_message: str) -> SignedMessage:
+    # Only objectId (which pass) and expTimeMillis (without it a replay stays valid forever)
+    # are required. An eventType or nonce that is missing or odd is the caller's to judge.
     document = _object(_json(signed_message.encode(), "signedMessage"), "signedMessage")
+    class_id = document.get("classId")
     event_type = document.get("eventType")
-    if event_type not in _EVENT_TYPES:
-        raise MalformedCallback(f"signedMessage.eventType must be one of {list(_EVENT_TYPES)}")
+    nonce = document.get("nonce")
     return SignedMessage(
-        class_id=_string(document.get("classId"), "signedMessage.classId"),
+        class_id=None if class_id is None else _string(class_id, "signedMessage.classId"),
         object_id=_string(document.get("objectId"), "signedMessage.objectId"),
-        event_type=cast(EventType, event_type),
-        nonce=_string(document.get("nonce"), "signedMessage.nonce"),
+        event_type=event_type if isinstance(event_type, str) else "",
+        nonce=nonce if isinstance(nonce, str) else "",
         expires_at=_datetime(_millis_field(document, "expTimeMillis", "signedMessage")),
+        digest=hashlib.sha256(signed_message.encode()).hexdigest(),
     )
 
 
@@ -239,7 +290,8 @@ def _ours(message: SignedMessage | None, issuer_id: str) -> bool:
     if message is None:
         return True
     prefix = f"{issuer_id}."
-    return message.object_id.startswith(prefix) and message.class_id.startswith(prefix)
+    class_ours = message.class_id is None or message.class_id.startswith(prefix)
+    return message.object_id.startswith(prefix) and class_ours
 
 
 def _unverified_message(signed_message: str) -> SignedMessage | None:

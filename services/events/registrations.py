@@ -10,7 +10,10 @@ the token learns nothing about whether a serial number exists.
 
 A pass takes at most `max_devices` registrations (403 past it; a device already registered
 renews with 200 as always): a pass file in the wrong hands must not register thousands of
-devices, each an event, a webhook and a push on every update.
+devices, each an event, a webhook and a push on every update. A voided pass registers like any
+other (201, then 200): Apple's reference lists only 200, 201 and 401 for this call, Wallet
+retries a registration answered otherwise, and a registered device that holds an older copy
+gets the voided version through the serial listing (docs/wallet-callbacks.md).
 
 Events: a new registration records `installed`, an unregistration `removed`, a 200 for an
 updated pass `updated` with stage `delivered`. Each goes to the service's outbox: a
@@ -25,8 +28,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from services.events.repository import Registrations, device_hash, registration_id
-from services.events.update_tags import encode_tag, not_modified, updated_since
+from services.events.repository import (
+    TAG_RETENTION,
+    Registrations,
+    device_hash,
+    registration_id,
+)
+from services.events.update_tags import (
+    INLINE_MAX_LENGTH,
+    STORED_TAG_VERSION,
+    changed_since,
+    decode_tag,
+    encode_tag,
+    not_modified,
+    stored_tag_id,
+)
 from services.issuer.reads import IssuerReads
 from shared.clock import Clock
 from shared.json_input import UntrustedJsonError, loads_untrusted
@@ -46,6 +62,9 @@ DEFAULT_MAX_DEVICES_PER_PASS = 20
 DropReason = Literal["push_token_inactive", "push_token_invalid"]
 # Compared against when the serial is unknown, so that case costs what a wrong token costs.
 _NO_TOKEN = "-" * 32
+# A longer tag (130,000 passes on one device) is not kept: KEPT_TAGS of them must fit in a
+# document. The device gets a tag that lists everything next time, as none would.
+MAX_KEPT_TAG_LENGTH = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -102,8 +121,6 @@ class AppleWebService:
         record = await self.authenticate(pass_type, serial, authorization)
         if record is None:
             return 401
-        if record.voided:
-            return 410  # a voided pass never changes again: there is nothing to register for
         push_token = _push_token(body)
         if push_token is None:
             return 400
@@ -146,13 +163,38 @@ class AppleWebService:
         self, device: str, pass_type: str, since: str | None
     ) -> Serials | None:
         """The serials of the device's passes changed since the tag; None when none (204)."""
-        registered = await self._registrations.of_device(device_hash(device), pass_type)
+        hashed = device_hash(device)
+        registered = await self._registrations.of_device(hashed, pass_type)
         if not registered:
             return None
         found = await self._issuer.pass_versions([doc["pass_id"] for doc in registered])
         versions = dict(found.values())
-        changed = updated_since(versions, since)
-        return Serials(changed, encode_tag(versions)) if changed else None
+        changed = changed_since(versions, await self._known(hashed, pass_type, since))
+        if not changed:
+            return None
+        return Serials(changed, await self._tag(hashed, pass_type, versions))
+
+    async def _known(self, device: str, pass_type: str, tag: str | None) -> dict[str, int] | None:
+        """The versions a tag the device sent stands for (update_tags.py); None: list all."""
+        if tag is None or not tag.startswith(STORED_TAG_VERSION):
+            return decode_tag(tag)
+        tag_id = tag.removeprefix(STORED_TAG_VERSION)
+        kept = await self._registrations.kept_tag(device, pass_type, tag_id)
+        return decode_tag(kept, max_length=MAX_KEPT_TAG_LENGTH)
+
+    async def _tag(self, device: str, pass_type: str, versions: dict[str, int]) -> str:
+        """The tag to hand out for these versions: itself when short, else the id it is kept
+        under."""
+        tag = encode_tag(versions)
+        if len(tag) <= INLINE_MAX_LENGTH:
+            return tag
+        tag_id = stored_tag_id(tag)
+        if len(tag) <= MAX_KEPT_TAG_LENGTH:
+            expires_at = self._clock.now() + TAG_RETENTION
+            await self._registrations.keep_tag(device, pass_type, tag_id, tag, expires_at)
+        else:
+            log.warning("%d passes on one device: its update tag is not kept", len(versions))
+        return STORED_TAG_VERSION + tag_id
 
     async def latest_pass(
         self, pass_type: str, serial: str, authorization: str | None, if_modified_since: str | None

@@ -1,7 +1,8 @@
 """Every MongoDB call of the events service: `pass_events`, the Google callback nonces, and
-the Apple Wallet web service's `registrations`, `device_logs` and `wallet_rate_windows`. What
-other services may read of them is in reads.py. A registration, an unregistration and a nonce
-commit with their event, written to the service's outbox (events_out.py) in one transaction."""
+the Apple Wallet web service's `registrations`, `update_tags`, `device_logs` and
+`wallet_rate_windows`. What other services may read of them is in reads.py. A registration, an
+unregistration and a nonce commit with their event, written to the service's outbox
+(events_out.py) in one transaction."""
 
 import hashlib
 from collections.abc import Awaitable, Sequence
@@ -104,11 +105,17 @@ async def _insert_once(insert: Awaitable[object]) -> None:
 # numbered `slot`s, unique per pass, which caps the devices of a pass exactly (`register`).
 # The device library identifier is a shared secret (it authorizes the serial-number listing),
 # so only its SHA-256 is stored (`device`).
+# `update_tags`: the update tags too long to hand to a device (services/events/update_tags.py),
+# one document per (device, pass type), `_id` = `_tags_id(...)`, holding the last `KEPT_TAGS`
+# as `{"id", "tag"}`; removed `TAG_RETENTION` after the last one was handed out.
 # `device_logs`: what devices POST to /v1/log, kept `DEVICE_LOG_TTL` and at most
 # `DEVICE_LOGS_PER_DAY` a day.
 
 DEVICE_LOG_TTL = timedelta(days=7)
 DEVICE_LOGS_PER_DAY = 1000
+# A device sends back the last tag it got, or the one before when an answer was lost.
+KEPT_TAGS = 4
+TAG_RETENTION = timedelta(days=30)
 Registered = Literal["created", "renewed", "full"]
 
 
@@ -121,9 +128,14 @@ def registration_id(device_library_identifier: str, pass_type: str, serial: str)
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def _tags_id(device: str, pass_type: str) -> str:
+    return hashlib.sha256(f"{device}\n{pass_type}".encode()).hexdigest()
+
+
 class Registrations:
     def __init__(self, db: Database, outbox: Outbox):
         self._registrations = db["registrations"]
+        self._tags = db["update_tags"]
         self._outbox = outbox
 
     async def ensure_indexes(self) -> None:
@@ -138,6 +150,7 @@ class Registrations:
         await self._registrations.create_index(
             [("pass_type", ASCENDING), ("push_token", ASCENDING)]
         )
+        await self._tags.create_index("expires_at", expireAfterSeconds=0)
 
     async def register(
         self, document: Document, max_per_pass: int, installed: PassEventMessage
@@ -230,6 +243,34 @@ class Registrations:
     async def of_device(self, device: str, pass_type: str) -> list[Document]:
         cursor = self._registrations.find({"device": device, "pass_type": pass_type})
         return [doc async for doc in cursor]
+
+    async def kept_tag(self, device: str, pass_type: str, tag_id: str) -> str | None:
+        """The tag kept under `tag_id` for this device and pass type, if it still is."""
+        doc = await self._tags.find_one({"_id": _tags_id(device, pass_type)}, {"tags": 1})
+        kept = [] if doc is None else doc.get("tags", [])
+        return next((str(entry["tag"]) for entry in kept if entry.get("id") == tag_id), None)
+
+    async def keep_tag(
+        self, device: str, pass_type: str, tag_id: str, tag: str, expires_at: datetime
+    ) -> None:
+        """Keep a tag handed to a device, with the `KEPT_TAGS - 1` handed out before it."""
+        key = _tags_id(device, pass_type)
+        # The same versions again (no update since, or a lost answer): only the expiry moves.
+        again = await self._tags.update_one(
+            {"_id": key, "tags.id": tag_id}, {"$set": {"expires_at": expires_at}}
+        )
+        if again.matched_count:
+            return
+        # Two listings at once may both push it: a duplicate costs a slot, nothing else.
+        entry = {"id": tag_id, "tag": tag}
+        await self._tags.update_one(
+            {"_id": key},
+            {
+                "$push": {"tags": {"$each": [entry], "$slice": -KEPT_TAGS}},
+                "$set": {"expires_at": expires_at},
+            },
+            upsert=True,
+        )
 
     async def using_push_token(
         self, pass_type: str, push_token: str, older_than: datetime | None

@@ -1,23 +1,35 @@
 """The update tags of Apple's web service: `lastUpdated` / `passesUpdatedSince`, Last-Modified.
 
-`lastUpdated` is opaque to the device, which hands it back as `passesUpdatedSince`. Tessera's
-tag lists the version of every pass the device had registered (of that pass type) when it got
-the tag, each serial number shortened to a 48-bit digest: `v1.<digest>-<version>~...`. The
-passes updated since a tag are those whose version differs from the tag's. Each component only
-grows, and the comparison does not depend on clocks or on the order in which concurrent updates
-of different passes commit, which a single timestamp would (an update that committed after a
-later-stamped one would never be listed).
+`lastUpdated` is opaque to the device, which hands it back as `passesUpdatedSince`. What a tag
+stands for is the version of every pass the device had registered (of that pass type) when it
+got the tag, each serial number shortened to a 48-bit digest: `v1.<digest>-<version>~...`
+(`encode_tag`). The passes updated since a tag are those whose version differs from the tag's.
+Each component only grows, and the comparison does not depend on clocks or on the order in
+which concurrent updates of different passes commit, which a single timestamp would (an update
+that committed after a later-stamped one would never be listed).
+
+That list grows by 16 bytes a pass, so only a short one (up to INLINE_MAX_LENGTH, about five
+passes) is handed out as the tag itself. A longer one is kept by the service (the last few of
+each device and pass type, `Registrations.keep_tag`) and the device gets `v2.<its digest>`, 25
+bytes however many passes it holds. A `v2.` tag the service no longer keeps lists every pass,
+as no tag does: never a pass missed, at worst a download that If-Modified-Since makes a 304.
 
 A pass file's Last-Modified is a whole second, strictly later than the previous version's (the
-issuer stores it with the file), so If-Modified-Since tells every version apart.
+issuer stores it with the file), so If-Modified-Since, compared with that stored value, tells
+every version apart. The header sent is never later than the response's Date
+(shared/http_date.py `dated`).
 """
 
+import base64
 import hashlib
 from datetime import UTC, datetime
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
+from typing import Final
 
-TAG_VERSION = "v1."
-MAX_TAG_LENGTH = 64 * 1024  # beyond this a tag is not one of ours: list everything
+TAG_VERSION: Final = "v1."
+STORED_TAG_VERSION: Final = "v2."
+INLINE_MAX_LENGTH: Final = 96
+MAX_TAG_LENGTH: Final = 64 * 1024  # a v1 tag a device sends beyond this is not ours: list all
 
 
 def _digest(serial_number: str) -> str:
@@ -25,35 +37,42 @@ def _digest(serial_number: str) -> str:
 
 
 def encode_tag(versions: dict[str, int]) -> str:
-    """The tag of these serial numbers at these versions."""
+    """The v1 tag of these serial numbers at these versions."""
     return TAG_VERSION + "~".join(
         sorted(f"{_digest(serial)}-{version}" for serial, version in versions.items())
     )
 
 
-def decode_tag(tag: str | None) -> dict[str, int] | None:
-    """digest -> version, or None when there is no usable tag (then every pass is listed)."""
-    if not tag or len(tag) > MAX_TAG_LENGTH or not tag.startswith(TAG_VERSION):
+def stored_tag_id(tag: str) -> str:
+    """The id a long v1 tag is kept under: 128 bits of its SHA-256, base64url (22 characters)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(tag.encode()).digest()[:16]).decode()[:22]
+
+
+def decode_tag(tag: str | None, max_length: int = MAX_TAG_LENGTH) -> dict[str, int] | None:
+    """digest -> version of a v1 tag, or None when there is no usable tag (then every pass is
+    listed)."""
+    if not tag or len(tag) > max_length or not tag.startswith(TAG_VERSION):
         return None
     versions: dict[str, int] = {}
     for part in filter(None, tag[len(TAG_VERSION) :].split("~")):
         digest, _, version = part.partition("-")
-        if not version.isdigit():
+        if not version.isascii() or not version.isdigit():
             return None
         versions[digest] = int(version)
     return versions
 
 
-def updated_since(versions: dict[str, int], tag: str | None) -> list[str]:
-    """The serial numbers (of `versions`: serial -> current version) changed since `tag`."""
-    known = decode_tag(tag)
+def changed_since(versions: dict[str, int], known: dict[str, int] | None) -> list[str]:
+    """The serial numbers (of `versions`: serial -> current version) whose version is not the
+    one a decoded tag knows; all of them without a tag."""
     if known is None:
         return sorted(versions)
     return sorted(serial for serial, v in versions.items() if known.get(_digest(serial)) != v)
 
 
-def http_date(moment: datetime) -> str:
-    return format_datetime(moment.astimezone(UTC), usegmt=True)
+def updated_since(versions: dict[str, int], tag: str | None) -> list[str]:
+    """`changed_since` a v1 tag as a device sends it."""
+    return changed_since(versions, decode_tag(tag))
 
 
 def not_modified(if_modified_since: str | None, last_modified: datetime) -> bool:

@@ -3,7 +3,8 @@
 The five endpoints of Apple's "Wallet Passes web service" reference. Thin: count the request
 against the rate limits (rate_limits.py), read the path, the headers and a bounded body
 (bodies.py), call registrations.py or device_logs.py, and answer as Apple's devices expect:
-bare statuses, JSON for the serial listing, the .pkpass with Last-Modified.
+bare statuses, JSON for the serial listing, the .pkpass with Last-Modified (never later than
+its Date).
 """
 
 from collections.abc import AsyncIterator
@@ -21,10 +22,10 @@ from services.events.config import EventsSettings
 from services.events.rate_limits import WalletLimits, WalletRateLimiter
 from services.events.registrations import AppleWebService
 from services.events.repository import DeviceLogs, Registrations, WalletRateWindows
-from services.events.update_tags import http_date
 from services.issuer.reads import IssuerReads
 from shared.clock import Clock, SystemClock
 from shared.connections import Connections
+from shared.http_date import dated
 from shared.outbox import Outbox
 
 PKPASS_TYPE = "application/vnd.apple.pkpass"
@@ -127,7 +128,7 @@ def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
         )
         if answer.last_modified is None:
             return Response(status_code=answer.status)
-        headers = {"Last-Modified": http_date(answer.last_modified), "Cache-Control": "no-cache"}
+        headers = dated(answer.last_modified, wallet.clock.now()) | {"Cache-Control": "no-cache"}
         if answer.status != 200:
             return Response(status_code=answer.status, headers=headers)
         delivered = answer.delivered

@@ -1,7 +1,8 @@
 """Every status code of Apple's pass web service on the events service (issue 6, acceptance 2).
 
-Registration 201/200/401 (and 400, 410, 413), unregistration 200/401, the serial listing
-200/204, the latest pass 200/304/401, the device log 200 (visible to operators) and 400/413.
+Registration 201/200/401 (and 400, 413; a voided pass registers too), unregistration 200/401,
+the serial listing 200/204, the latest pass 200/304/401 with a Last-Modified never later than
+its Date, the device log 200 (visible to operators) and 400/413.
 Every failure to name a pass with its token is the same bare 401, whether the serial exists
 or not. Bodies no service could store (issue 10 F07, F12) are a 400 with no traceback logged.
 """
@@ -96,15 +97,21 @@ def test_registration_answers_201_200_and_401_without_telling_serials_apart(
     assert types.count("installed") == 1
 
 
-def test_a_voided_pass_cannot_be_registered(
+def test_a_voided_pass_registers_with_the_codes_apple_documents(
     stack: Stack, api: httpx2.Client, wallet: httpx2.Client
 ) -> None:
+    """Issue 15: it was a 410, which Apple's reference does not list for this call."""
     pass_ = new_pass(api)
     token = token_of(pass_)
     ok(api.delete(f"/v1/passes/{pass_['id']}"))
-    path = registration(secrets.token_hex(16), pass_["serial_number"])
-    assert wallet.post(path, json=push_body(), headers=auth(token)).status_code == 410
+    device = secrets.token_hex(16)
+    path = registration(device, pass_["serial_number"])
+    assert wallet.post(path, json=push_body(), headers=auth(token)).status_code == 201
+    assert wallet.post(path, json=push_body(), headers=auth(token)).status_code == 200
     assert wallet.post(path, json=push_body(), headers=auth("x" + token)).status_code == 401
+    # The device is told about the pass, and so fetches its voided version.
+    listing = wallet.get(f"/v1/devices/{device}/registrations/{PASS_TYPE}")
+    assert listing.json()["serialNumbers"] == [pass_["serial_number"]]
 
 
 def test_unregistration_answers_200_and_401(
@@ -186,25 +193,44 @@ def test_the_latest_pass_answers_200_304_and_401(
     assert first.status_code == 200
     assert first.headers["content-type"] == "application/vnd.apple.pkpass"
     assert first.content.startswith(b"PK")
-    stamp = first.headers["last-modified"]
-    unchanged = wallet.get(path, headers=auth(token) | {"If-Modified-Since": stamp})
-    assert (unchanged.status_code, unchanged.content) == (304, b"")
-    assert unchanged.headers["last-modified"] == stamp
+    assert_dated(first)
+
+    def revalidated() -> httpx2.Response | None:
+        # The stored stamp is rounded up to a whole second, so for up to a second the header
+        # is the (earlier) Date instead, which revalidates to a 200; then to a 304.
+        got = assert_dated(wallet.get(path, headers=auth(token)))
+        since = {"If-Modified-Since": got.headers["last-modified"]}
+        again = wallet.get(path, headers=auth(token) | since)
+        return again if again.status_code == 304 else None
+
+    unchanged = poll(revalidated, timeout=5.0, message="a 304 once the clock passed the stamp")
+    assert unchanged.content == b""
+    stamp = assert_dated(unchanged).headers["last-modified"]
     earlier = format_datetime(parsedate_to_datetime(stamp).replace(year=2020), usegmt=True)
     assert wallet.get(path, headers=auth(token) | {"If-Modified-Since": earlier}).status_code == 200
 
-    # Two updates within one second still get different Last-Modified values.
+    # Two updates within one second: stored a second apart, so their stamps run ahead of the
+    # clock; each is still served to a device holding the one before, and never dated later
+    # than the response (issue 15).
     for seat in ("7", "8"):
         ok(api.patch(f"/v1/passes/{pass_['id']}", json={"field_values": {"seat": seat}}))
-        newer = wallet.get(path, headers=auth(token) | {"If-Modified-Since": stamp})
+        newer = assert_dated(wallet.get(path, headers=auth(token) | {"If-Modified-Since": stamp}))
         assert newer.status_code == 200
-        assert parsedate_to_datetime(newer.headers["last-modified"]) > parsedate_to_datetime(stamp)
+        assert parsedate_to_datetime(newer.headers["last-modified"]) >= parsedate_to_datetime(stamp)
         stamp = newer.headers["last-modified"]
     event_where(api, pass_["id"], "updated", stage="delivered", version=3)
     # Version 1 was downloaded too, but only updated versions count as deliveries.
     events = list_page(api, f"/v1/passes/{pass_['id']}/events")["data"]
     delivered = [e for e in events if e["metadata"].get("stage") == "delivered"]
     assert sorted(e["metadata"]["version"] for e in delivered) == [2, 3]
+
+
+def assert_dated(response: httpx2.Response) -> httpx2.Response:
+    """One Date, and a Last-Modified not later than it (HTTP forbids that)."""
+    (date,) = response.headers.get_list("date")
+    modified = parsedate_to_datetime(response.headers["last-modified"])
+    assert modified <= parsedate_to_datetime(date), (modified, date)
+    return response
 
 
 def test_device_logs_are_kept_for_operators(stack: Stack, wallet: httpx2.Client) -> None:

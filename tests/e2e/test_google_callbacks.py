@@ -1,9 +1,10 @@
 """Google Wallet callbacks on the real stack, signed by a Google-like signer whose root key the
-events service is configured to trust.
+events service fetches from a local key server (TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL).
 
 A pass is issued (development Google identity, issuer id DEV_ISSUER_ID), its class names the
 events service's callback URL, and callbacks posted there record `installed` and `removed`.
-Replayed, expired, misaddressed, badly signed and unsigned callbacks answer 4xx and record
+A repeated nonce, an unknown eventType and extra keys answer 200 and record nothing twice
+(issue 15). Expired, misaddressed, badly signed and unsigned callbacks answer 4xx and record
 nothing: each test ends with a valid callback whose event must be the next one recorded.
 JSON no service could store is a 400 without a traceback, and a 10 MB body is refused without
 being read (issue 10 F07, F03).
@@ -22,6 +23,7 @@ from pymongo import MongoClient
 
 from shared.google_ids import DEV_ISSUER_ID, object_id
 from tests.support.api import assert_error, create_pass, create_template, wait_for_events
+from tests.support.fake_google_keys import FakeGoogleKeys, running_fake_google_keys
 from tests.support.google_signer import GoogleSigner, now_ms
 from tests.support.stack import Stack, new_stack, serving
 
@@ -34,14 +36,24 @@ def signer() -> GoogleSigner:
 
 
 @pytest.fixture(scope="module")
+def key_server(signer: GoogleSigner) -> Iterator[FakeGoogleKeys]:
+    with running_fake_google_keys() as fake:
+        fake.serve(signer.root_keys(), {"Cache-Control": "public, max-age=3600"})
+        yield fake
+
+
+@pytest.fixture(scope="module")
 def stack(
-    nats_url: str, mongo_url: str, signer: GoogleSigner, tmp_path_factory: pytest.TempPathFactory
+    nats_url: str,
+    mongo_url: str,
+    key_server: FakeGoogleKeys,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    """Overrides conftest.py's stack: the events service trusts the signer's root key."""
+    """Overrides conftest.py's stack: the events service fetches the signer's root key (the
+    file option is tested in tests/events/test_google_settings.py)."""
     running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("google-callbacks"))
-    roots = signer.write_root_keys(running.work_dir / "google-root-keys.json")
     running.extra_env = {
-        "TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH": str(roots),
+        "TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL": key_server.url,
         "TESSERA_EVENTS_GOOGLE_ISSUER_ID": DEV_ISSUER_ID,
     }
     with serving(running):
@@ -92,7 +104,9 @@ def test_the_class_names_the_events_service(stack: Stack) -> None:
     assert _callback_url(stack, pass_id) == f"{wallet_url}/google/callbacks"
 
 
-def test_save_records_installed_and_del_records_removed(stack: Stack, signer: GoogleSigner) -> None:
+def test_save_records_installed_and_del_records_removed(
+    stack: Stack, signer: GoogleSigner, key_server: FakeGoogleKeys
+) -> None:
     headers, pass_id = _issue(stack)
     with stack.client(headers=headers) as client:
         saved = _post(stack, pass_id, _signed(signer, pass_id, event_type="save"))
@@ -103,6 +117,37 @@ def test_save_records_installed_and_del_records_removed(stack: Stack, signer: Go
         assert removed.status_code == 200, removed.text
         events = wait_for_events(client, pass_id, ["removed", "installed", "created"])
         assert events[0]["metadata"] == {"wallet": "google"}
+    # Fetched from the key server, and cached: at most once per events process.
+    assert 1 <= key_server.fetches <= len(stack.pids("events"))
+
+
+def test_whatever_google_signed_is_acknowledged_and_recorded_once(
+    stack: Stack, signer: GoogleSigner
+) -> None:
+    """Issue 15, acceptance 5: an extra key, an unknown eventType or a repeated nonce were 4xx,
+    which Google never retries. Each is a 200 now, and nothing is recorded twice."""
+    headers, pass_id = _issue(stack)
+    saved = _signed(signer, pass_id, event_type="save")
+    extra = json.loads(_signed(signer, pass_id, event_type="del", signed_key_extra={"v": "2"}))
+    extra |= {"futureKey": "x"}
+    extra["intermediateSigningKey"] |= {"futureKey": 1}
+    nonces_before = _nonce_count(stack)
+    with stack.client(headers=headers) as client:
+        for name, body in {
+            "save": saved,
+            "the save again": saved,
+            "an unknown eventType": _signed(signer, pass_id, event_type="unsave"),
+            "extra keys (a del)": json.dumps(extra).encode(),
+            "the del again": json.dumps(extra).encode(),
+        }.items():
+            response = _post(stack, pass_id, body)
+            assert (response.status_code, response.json()) == (200, {"received": True}), name
+        wait_for_events(client, pass_id, ["removed", "installed", "created"])
+        # The next callback's event is the next one recorded: nothing else came in between.
+        assert _post(stack, pass_id, _signed(signer, pass_id)).status_code == 200
+        wait_for_events(client, pass_id, ["installed", "removed", "installed", "created"])
+    assert _nonce_count(stack) == nonces_before + 3
+    assert "eventType Tessera does not know ('unsave')" in stack.log_text("events")
 
 
 def test_refused_callbacks_answer_4xx_and_record_nothing(
@@ -111,11 +156,10 @@ def test_refused_callbacks_answer_4xx_and_record_nothing(
     headers, pass_id = _issue(stack)
     impostor = GoogleSigner()
     other_issuer = "3388000000099999999"
-    replayed = _signed(signer, pass_id, event_type="save")
-    assert _post(stack, pass_id, replayed).status_code == 200
-    message = json.loads(replayed)["signedMessage"]
+    saved = _signed(signer, pass_id, event_type="save")
+    assert _post(stack, pass_id, saved).status_code == 200
+    message = json.loads(saved)["signedMessage"]
     refusals = {
-        "replayed nonce": (replayed, 409, "invalid_request_error"),
         "expired message": (
             _signed(signer, pass_id, exp_ms=now_ms() - 1),
             401,

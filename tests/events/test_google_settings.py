@@ -1,5 +1,7 @@
-"""The events service's Google callback settings: issuer id aliases and the root keys file."""
+"""The events service's Google callback settings: issuer id aliases, the root keys URL and
+file."""
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -7,6 +9,7 @@ from pydantic import ValidationError
 
 from services.events.config import EventsSettings
 from services.events.google_events import root_keys_from
+from services.events.google_root_keys import FetchedRootKeys, StaticRootKeys
 from shared.google_ids import DEV_ISSUER_ID
 from tests.support.google_signer import GoogleSigner
 
@@ -16,6 +19,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("TESSERA_EVENTS_GOOGLE_ISSUER_ID", "TESSERA_ISSUER_GOOGLE_ISSUER_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH", raising=False)
+    monkeypatch.delenv("TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL", raising=False)
 
 
 def test_the_issuer_id_defaults_to_the_development_one() -> None:
@@ -37,11 +41,40 @@ def test_an_issuer_id_that_is_not_digits_is_refused(monkeypatch: pytest.MonkeyPa
         EventsSettings()
 
 
-def test_root_keys_are_off_by_default_and_read_from_the_file(tmp_path: Path) -> None:
-    assert root_keys_from(EventsSettings()) is None
+async def test_root_keys_are_fetched_from_google_unless_a_file_is_given(tmp_path: Path) -> None:
+    fetched = root_keys_from(EventsSettings())
+    assert isinstance(fetched, FetchedRootKeys)
+    assert fetched.url == "https://pay.google.com/gp/m/issuer/keys"
+    await fetched.aclose()
     path = GoogleSigner().write_root_keys(tmp_path / "keys.json")
-    (key,) = root_keys_from(EventsSettings(google_root_keys_path=path)) or []
+    settings = EventsSettings(google_root_keys_path=path, google_root_keys_url="http://x.test/k")
+    static = root_keys_from(settings)
+    assert isinstance(static, StaticRootKeys)
+    (key,) = await static.keys(datetime.now(UTC))
     assert key.public_key.curve.name == "secp256r1"
+
+
+def test_the_root_keys_url_must_be_https_in_production(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL", "http://keys.example/keys")
+    assert EventsSettings().google_root_keys_url == "http://keys.example/keys"
+    production = {
+        "TESSERA_ENVIRONMENT": "production",
+        "TESSERA_SITE_URL": "https://s.example",
+        "TESSERA_WALLET_URL": "https://w.example",
+        # APNs token auth: production then needs no Apple certificate in this service.
+        "TESSERA_EVENTS_APNS_KEY_PATH": "AuthKey.p8",
+        "TESSERA_EVENTS_APNS_KEY_ID": "ABC123DEFG",
+        "TESSERA_EVENTS_APNS_TEAM_ID": "ABCDE12345",
+    }
+    for name, value in production.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match="GOOGLE_ROOT_KEYS_URL must be https"):
+        EventsSettings()
+    monkeypatch.setenv("TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL", "https://keys.example/keys")
+    assert EventsSettings().environment == "production"
+    monkeypatch.setenv("TESSERA_EVENTS_GOOGLE_ROOT_KEYS_URL", "file:///etc/keys.json")
+    with pytest.raises(ValidationError):
+        EventsSettings()
 
 
 @pytest.mark.parametrize("content", [None, "not json", '{"keys": []}'])

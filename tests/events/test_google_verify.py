@@ -1,6 +1,7 @@
 """Google Wallet callback verification against a signer that follows Google's format."""
 
 import base64
+import hashlib
 import json
 import struct
 from datetime import UTC, datetime, timedelta
@@ -249,7 +250,8 @@ def test_json_no_service_could_store_is_malformed(
 
 def _mutations() -> list[tuple[str, Any]]:
     return [
-        ("extra key", lambda b: b | {"extra": 1}),
+        ("no signedMessage", lambda b: {k: v for k, v in b.items() if k != "signedMessage"}),
+        ("no signedKey", lambda b: b | {"intermediateSigningKey": {"signatures": ["AA=="]}}),
         ("signature not base64", lambda b: b | {"signature": "***"}),
         ("signatures empty", lambda b: _with_key(b, signatures=[])),
         ("signatures not a list", lambda b: _with_key(b, signatures="x")),
@@ -268,12 +270,50 @@ def test_malformed_envelopes_are_refused(signer: GoogleSigner, name: str, mutate
         _verify(signer, mutate(_callback(signer)))
 
 
+def test_keys_besides_the_protocols_are_ignored_wherever_they_are(signer: GoogleSigner) -> None:
+    """Issue 15: an extra key was a 400, which Google never retries. Tink's recipient ignores
+    extra keys in signedKey and signedMessage; here those of the body and of
+    intermediateSigningKey are ignored too (unsigned, never read)."""
+    message = {
+        "classId": CLASS_ID,
+        "objectId": OBJECT_ID,
+        "eventType": "save",
+        "nonce": "n",
+        "expTimeMillis": NOW_MS + HOUR_MS,
+        "newField": {"a": [1, 2]},
+    }
+    body = _callback(signer, message=message, signed_key_extra={"keyVersion": "2"})
+    body |= {"newTopLevel": "x", "anotherOne": [1]}
+    body["intermediateSigningKey"] |= {"keyId": "k1"}
+    verified = _verify(signer, body)
+    assert (verified.object_id, verified.event_type, verified.nonce) == (OBJECT_ID, "save", "n")
+
+
+@pytest.mark.parametrize(
+    ("message", "event_type", "nonce"),
+    [
+        ({"eventType": "open", "nonce": "n"}, "open", "n"),
+        ({"nonce": "n"}, "", "n"),
+        ({"eventType": 7, "nonce": "n"}, "", "n"),
+        ({"eventType": "del", "nonce": ""}, "del", ""),
+        ({"eventType": "del"}, "del", ""),
+        ({"eventType": "del", "nonce": 12}, "del", ""),
+    ],
+)
+def test_an_odd_event_type_or_nonce_is_returned_for_the_caller_to_judge(
+    signer: GoogleSigner, message: dict[str, Any], event_type: str, nonce: str
+) -> None:
+    signed = {"objectId": OBJECT_ID, "expTimeMillis": NOW_MS + HOUR_MS} | message
+    verified = _verify(signer, _callback(signer, message=signed))
+    assert (verified.event_type, verified.nonce, verified.class_id) == (event_type, nonce, None)
+    digest = hashlib.sha256(json.dumps(signed).encode()).hexdigest()
+    assert verified.digest == digest
+
+
 @pytest.mark.parametrize(
     "message",
     [
-        {"objectId": OBJECT_ID, "eventType": "save", "nonce": "n", "expTimeMillis": 1},
-        {"classId": CLASS_ID, "objectId": OBJECT_ID, "eventType": "open", "nonce": "n"},
-        {"classId": CLASS_ID, "objectId": OBJECT_ID, "eventType": "save", "nonce": ""},
+        {"classId": CLASS_ID, "eventType": "save", "nonce": "n", "expTimeMillis": NOW_MS + 1},
         {"classId": CLASS_ID, "objectId": OBJECT_ID, "eventType": "save", "nonce": "n"},
         {
             "classId": CLASS_ID,
@@ -282,7 +322,9 @@ def test_malformed_envelopes_are_refused(signer: GoogleSigner, name: str, mutate
             "nonce": "n",
             "expTimeMillis": "soon",
         },
+        {"classId": 5, "objectId": OBJECT_ID, "expTimeMillis": NOW_MS + 1},
     ],
+    ids=["no objectId", "no expTimeMillis", "expTimeMillis not a time", "classId not a string"],
 )
 def test_signed_but_malformed_messages_are_refused(
     signer: GoogleSigner, message: dict[str, Any]

@@ -114,6 +114,21 @@ async def test_only_the_right_token_for_the_right_pass_type_authenticates(world:
         assert await world.wallet.authenticate(pass_type, serial_number, header) is None
 
 
+async def test_a_voided_pass_registers_as_apple_documents(world: World) -> None:
+    """Issue 15: it was a 410, which Apple's reference does not list for this call (200, 201,
+    401) and which makes Wallet retry. The device is registered, so the serial listing gives
+    it the voided version if it holds an older one."""
+    record = await world.add_pass(voided=True)
+    device = secrets.token_hex(16)
+    assert await world.register(record, device, "e" * 64) == 201
+    assert await world.register(record, device, "e" * 64) == 200
+    assert await world.registrations.push_tokens(record.id) == ["e" * 64]
+    assert await world.installed(record) == 1
+    listed = await world.wallet.updated_serials(device, PASS_TYPE, None)
+    assert listed is not None
+    assert listed.serial_numbers == [record.serial_number]
+
+
 async def test_a_device_has_one_push_token_per_pass_type(world: World) -> None:
     first, second = await world.add_pass(), await world.add_pass()
     device = secrets.token_hex(16)

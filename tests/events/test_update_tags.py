@@ -4,12 +4,14 @@ from datetime import UTC, datetime, timedelta
 
 from services.events.update_tags import (
     MAX_TAG_LENGTH,
+    changed_since,
     decode_tag,
     encode_tag,
-    http_date,
     not_modified,
+    stored_tag_id,
     updated_since,
 )
+from shared.http_date import http_date
 
 
 def test_a_tag_round_trips_and_does_not_reveal_serial_numbers() -> None:
@@ -45,3 +47,17 @@ def test_if_modified_since_is_not_modified_from_the_stamp_on() -> None:
     assert not not_modified("Tue, 06 May 2031 07:08:09", stamp + timedelta(seconds=1))
     for value in (None, "", "yesterday"):
         assert not not_modified(value, stamp)
+
+
+def test_a_kept_tag_has_a_short_id_and_decodes_past_the_length_a_device_may_send() -> None:
+    versions = {f"serial-{n}": n % 7 + 1 for n in range(5000)}
+    tag = encode_tag(versions)
+    assert len(tag) > MAX_TAG_LENGTH
+    assert decode_tag(tag) is None  # as a device's v1 tag: too long to be ours
+    known = decode_tag(tag, max_length=len(tag))
+    assert changed_since(versions, known) == []
+    assert changed_since(versions | {"serial-9": 99}, known) == ["serial-9"]
+    tag_id = stored_tag_id(tag)
+    assert len(tag_id) == 22
+    assert tag_id == stored_tag_id(encode_tag(dict(versions)))
+    assert tag_id != stored_tag_id(encode_tag(versions | {"serial-9": 99}))

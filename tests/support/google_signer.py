@@ -75,8 +75,10 @@ class GoogleSigner:
         protocol: str = PROTOCOL,
         intermediate_signer: ec.EllipticCurvePrivateKey | None = None,
         message: dict[str, Any] | None = None,
+        signed_key_extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A callback body as a dict; `intermediate_signer` replaces the root as signer."""
+        """A callback body as a dict; `intermediate_signer` replaces the root as signer,
+        `signed_key_extra` adds keys to the signed intermediate key."""
         signed_message = json.dumps(
             message
             if message is not None
@@ -93,6 +95,7 @@ class GoogleSigner:
                 "keyValue": _spki_b64(self.intermediate),
                 "keyExpiration": str(key_exp_ms if key_exp_ms is not None else now_ms() + HOUR_MS),
             }
+            | (signed_key_extra or {})
         )
         key_signer = intermediate_signer or self.root
         return {

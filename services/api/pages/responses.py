@@ -7,8 +7,8 @@ response is sent (a holder never waits on NATS), for GET only and never for obvi
 """
 
 import re
-from datetime import UTC
-from email.utils import format_datetime, parsedate_to_datetime
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from fastapi import Request
@@ -22,6 +22,7 @@ from services.api.pages.qr import qr_svg
 from services.api.pages.render import render_expired, render_landing, render_not_found
 from services.api.pages.view import build_view, pass_css, site_path
 from shared.design import Design
+from shared.http_date import dated
 from shared.messages import PassEventType
 from shared.models import PassRecord, TemplateRecord
 
@@ -57,10 +58,10 @@ async def pkpass_response(
         return not_found_response(ctx)
     headers = download_headers("no-cache") | {
         "ETag": f'"{record.id}.{stored.version}"',
-        # The same Last-Modified as the wallet web service's download of this version.
-        "Last-Modified": format_datetime(stored.last_modified.astimezone(UTC), usegmt=True),
+        # Date and Last-Modified as the wallet web service sends them: never later than Date.
+        **dated(stored.last_modified, ctx.clock.now()),
     }
-    if _not_modified(request, headers["ETag"], headers["Last-Modified"]):
+    if _not_modified(request, headers["ETag"], stored.last_modified):
         return Response(status_code=304, headers=headers)
     # Named after the organization, not the short_id: a download link must not reveal the
     # permanent address of the pass.
@@ -109,16 +110,18 @@ def _event(
     return BackgroundTask(ctx.record_event, record, event_type, metadata)
 
 
-def _not_modified(request: Request, etag: str, modified: str) -> bool:
+def _not_modified(request: Request, etag: str, modified: datetime) -> bool:
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None:
         return etag in {tag.strip() for tag in if_none_match.split(",")} or if_none_match == "*"
     since = request.headers.get("if-modified-since")
     if since is not None:
+        # Compared with the stored stamp, not the header, which may be the earlier Date.
         try:
-            return parsedate_to_datetime(since) >= parsedate_to_datetime(modified)
+            moment = parsedate_to_datetime(since)
         except (TypeError, ValueError):
             return False
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= modified
     return False
 
 
