@@ -32,6 +32,7 @@ PASS_KEYS = {
     "redemption_count",
     "last_redeemed_at",
     "redemptions_remaining",
+    "google_status",
 }
 TEMPLATE_KEYS = {
     "id",
