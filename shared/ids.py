@@ -31,6 +31,7 @@ PREFIXES: Final = {
     "job": "job",
     "scan": "scan",
     "scanner_key": "skey",
+    "pass_bundle": "pbdl",
 }
 
 _lock = threading.Lock()

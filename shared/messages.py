@@ -19,6 +19,7 @@ from shared.models import (
     DownloadLinkRecord,
     JobRecord,
     Mode,
+    PassBundleRecord,
     PassRecord,
     PassSnapshot,
     RowError,
@@ -159,6 +160,8 @@ class BatchRowResult(_Message):
 
 class PassesCreated(_Message):
     rows: list[BatchRowResult]
+    # With `bundle`: the bundle of the passes made (None when no row made one).
+    bundle: PassBundleRecord | None = None
 
 
 class CreatePasses(_IssuerCommand[PassesCreated]):
@@ -168,6 +171,9 @@ class CreatePasses(_IssuerCommand[PassesCreated]):
     type: Literal["create_passes"] = "create_passes"
     rows: list[BatchRow]
     created_via_api: bool = True
+    # Also make a bundle of the passes made (at most MAX_BUNDLE_PASSES rows); the rows of a
+    # template that requires download links then fail, as a bundle's URLs are permanent.
+    bundle: bool = False
 
 
 class ImportRow(PassRow):
@@ -224,6 +230,15 @@ class CreateUpdatePassesJob(_IssuerCommand[JobRecord]):
     metadata: dict[str, Any] | None = None
 
 
+class CreatePassBundle(_IssuerCommand[PassBundleRecord]):
+    """Offer passes of the account and mode together (docs/api-decisions.md#pass-bundles):
+    1 to MAX_BUNDLE_PASSES distinct ids, none voided or behind require_download_link."""
+
+    result_type: ClassVar[type[BaseModel]] = PassBundleRecord
+    type: Literal["create_pass_bundle"] = "create_pass_bundle"
+    pass_ids: list[str]
+
+
 class RedeemPass(_IssuerCommand[ScanRecord]):
     """A scan: decide, count and record it in one transaction (docs/redemption.md). Exactly
     one of `code` and `pass_id`."""
@@ -248,7 +263,8 @@ IssuerCommand = Annotated[
     | StartJob
     | CancelJob
     | RedeemPass
-    | CreateUpdatePassesJob,
+    | CreateUpdatePassesJob
+    | CreatePassBundle,
     Field(discriminator="type"),
 ]
 issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)

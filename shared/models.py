@@ -126,6 +126,17 @@ class DownloadLinkRecord(_Record):
     expires_at: datetime
 
 
+# Apple Wallet takes at most 10 passes in one .pkpasses bundle (docs/pages.md#pass-bundles).
+MAX_BUNDLE_PASSES = 10
+
+
+class PassBundleRecord(_Record):
+    """The passes of one order, offered together at `{site_url}/b/{id}` (a landing page) and
+    `/b/{id}.pkpasses` (Apple's bundle); made once and never changed."""
+
+    pass_ids: list[str]
+
+
 class PreviousSecret(BaseModel):
     """A signing secret replaced by a rotation, still signing until `expires_at` (its grace
     period, docs/webhooks.md#secret-rotation); encrypted like the current one."""

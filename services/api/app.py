@@ -11,6 +11,7 @@ from services.api.config import ApiSettings
 from services.api.deps import ApiContext
 from services.api.endpoints import (
     admin,
+    bundle_pages,
     device_logs,
     download_links,
     events,
@@ -19,6 +20,7 @@ from services.api.endpoints import (
     jobs,
     links,
     pages,
+    pass_bundles,
     passes,
     passes_batch,
     passes_variant_a,
@@ -119,6 +121,8 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         webhooks,
         scans,
         scanner_keys,
+        pass_bundles,
+        bundle_pages,
     )
     for module in routers:
         app.include_router(module.router)

@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from services.api.bundle_objects import PassBundleObject
 from services.api.scan_objects import RedemptionObject
 from shared.clock import iso
 from shared.messages import WebhookCreated, WebhookRecovery
@@ -295,6 +296,8 @@ class BatchRowObject(_Sparse):
 class BatchObject(BaseModel):
     object: Literal["batch"] = "batch"
     data: list[BatchRowObject]
+    # With `bundle: true`, the bundle of the passes made; null otherwise, or when none was.
+    bundle: PassBundleObject | None = None
 
 
 class JobErrorObject(_Sparse):

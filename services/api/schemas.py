@@ -17,7 +17,7 @@ from services.api.bodies import storable_problem
 from shared.design import Design
 from shared.errors import InvalidRequest
 from shared.messages import DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, WebhookEventType
-from shared.models import AppleStyle, Mode, TemplateType
+from shared.models import MAX_BUNDLE_PASSES, AppleStyle, Mode, TemplateType
 from shared.pass_limits import (
     MAX_HOLDER_NAME_CHARS,
     MAX_METADATA_KEYS,
@@ -192,6 +192,19 @@ class PassBatchCreate(BaseModel):
 
     passes: list[Any] = Field(
         min_length=1, max_length=MAX_BATCH_ROWS, description="1 to 100 POST /v1/passes bodies."
+    )
+    bundle: StrictBool = Field(
+        False,
+        description=f"Also make a pass bundle of the passes made (at most {MAX_BUNDLE_PASSES} "
+        "rows).",
+    )
+
+
+class PassBundleCreate(_Body):
+    pass_ids: list[str] = Field(
+        min_length=1,
+        max_length=MAX_BUNDLE_PASSES,
+        description=f"1 to {MAX_BUNDLE_PASSES} distinct ids of passes that are not voided.",
     )
 
 

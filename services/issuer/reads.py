@@ -12,7 +12,7 @@ from typing import Any
 from services.issuer.bundle import pkpass_zip
 from services.issuer.jobs.reads import JobReads
 from shared.bounded_cache import BoundedCache
-from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
+from shared.models import DownloadLinkRecord, PassBundleRecord, PassRecord, TemplateRecord
 from shared.mongo import Database
 from shared.pagination import Page, PageRequest, fetch_page
 from shared.scans import ScanRecord
@@ -31,6 +31,7 @@ class IssuerReads:
         self._pass_files = db["pass_files"]
         self._template_assets = db["template_assets"]
         self._download_links = db["download_links"]
+        self._pass_bundles = db["pass_bundles"]
         self._scans = db["scans"]
         # Jobs and their results (services/issuer/jobs/reads.py).
         self.jobs = JobReads(db)
@@ -109,6 +110,25 @@ class IssuerReads:
         """pass id -> (serial number, version) for the passes that exist."""
         cursor = self._passes.find({"_id": {"$in": pass_ids}}, {"serial_number": 1, "version": 1})
         return {doc["_id"]: (doc["serial_number"], int(doc["version"])) async for doc in cursor}
+
+    async def pass_bundle(
+        self, account_id: str, mode: str, bundle_id: str
+    ) -> PassBundleRecord | None:
+        doc = await self._pass_bundles.find_one(
+            {"_id": bundle_id, "account_id": account_id, "mode": mode}
+        )
+        return None if doc is None else PassBundleRecord.model_validate(doc)
+
+    async def pass_bundle_by_id(self, bundle_id: str) -> PassBundleRecord | None:
+        """For the bundle's public pages (`{site_url}/b/{id}`)."""
+        doc = await self._pass_bundles.find_one({"_id": bundle_id})
+        return None if doc is None else PassBundleRecord.model_validate(doc)
+
+    async def passes_by_ids(self, pass_ids: list[str]) -> list[PassRecord]:
+        """The passes that exist among `pass_ids`, in the order of `pass_ids`."""
+        cursor = self._passes.find({"_id": {"$in": pass_ids}})
+        found = {doc["_id"]: PassRecord.model_validate(doc) async for doc in cursor}
+        return [found[pass_id] for pass_id in pass_ids if pass_id in found]
 
     async def download_link(self, token_hash: str) -> DownloadLinkRecord | None:
         doc = await self._download_links.find_one({"token_hash": token_hash})

@@ -26,6 +26,12 @@ from services.issuer.jobs.commands import JobCommands
 from services.issuer.jobs.rollout import plan_rollout
 from services.issuer.jobs.store import JobStore
 from services.issuer.jobs.update_passes import plan_update
+from services.issuer.pass_bundles import (
+    PassBundles,
+    batch_bundle,
+    check_batch_bundle,
+    hidden_refusal,
+)
 from services.issuer.redemption import barcode_message
 from services.issuer.repository import (
     ConcurrentUpdate,
@@ -60,6 +66,7 @@ from shared.messages import (
     CancelJob,
     CreateDownloadLink,
     CreatePass,
+    CreatePassBundle,
     CreatePasses,
     CreateTemplate,
     CreateUpdatePassesJob,
@@ -121,6 +128,7 @@ class IssuerService:
         self._google_classes = google_classes
         self._scan_store = ScanStore(repo.db)
         self._redemptions = Redemptions(repo, self._scan_store, artifacts, clock)
+        self._bundles = PassBundles(repo, clock)
         self._message_limit = message_limit
         self._conflict_budget = conflict_budget_seconds
         self._artifacts = artifacts
@@ -233,6 +241,8 @@ class IssuerService:
                 return Outcome(*await self._jobs.cancel(command))
             case RedeemPass():
                 return Outcome(*await self._redemptions.redeem(command))
+            case CreatePassBundle():
+                return Outcome(*await self._bundles.create(command))
             case CreateUpdatePassesJob():
                 job, apply = await plan_update(
                     self._repo, self._job_store, command, self._clock.now()
@@ -244,7 +254,9 @@ class IssuerService:
 
     async def _create_template(self, cmd: CreateTemplate) -> Outcome:
         # Off the event loop: validating decodes and re-encodes every image (Pillow).
-        design = await asyncio.to_thread(validate_design, cmd.design, cmd.apple_style)
+        design = await asyncio.to_thread(
+            validate_design, cmd.design, cmd.apple_style, cmd.template_type
+        )
         now = self._clock.now()
         record = TemplateRecord.model_validate(
             {
@@ -281,7 +293,9 @@ class IssuerService:
             include={"name", "archived", "require_download_link"}, exclude_none=True
         )
         if cmd.design is not None:
-            design = await asyncio.to_thread(validate_design, cmd.design, record.apple_style)
+            design = await asyncio.to_thread(
+                validate_design, cmd.design, record.apple_style, record.type
+            )
             changes["design"] = design.model_dump(mode="json")
         if cmd.redemption is not None:
             changes["redemption"] = resolve_policy(record.type, cmd.redemption)
@@ -345,12 +359,16 @@ class IssuerService:
 
     async def _create_passes(self, cmd: CreatePasses) -> Outcome:
         """A batch: each row prepared on its own, the passes written together (bulk.py)."""
+        check_batch_bundle(cmd)
         results: dict[int, BatchRowResult] = {}
         made: list[NewPass] = []
         for template_id in dict.fromkeys(row.template_id for row in cmd.rows):
             rows = [(row.index, row) for row in cmd.rows if row.template_id == template_id]
             try:
                 template = await self._maker.template(cmd.account_id, cmd.mode, template_id)
+                refusal = hidden_refusal(template, "template_id") if cmd.bundle else None
+                if refusal is not None:
+                    raise refusal
             except ApiError as exc:
                 if exc.status >= 500:
                     raise
@@ -374,13 +392,17 @@ class IssuerService:
             record = new.record.model_copy(update={"google_save_url": None})
             results[new.key] = BatchRowResult(index=new.key, record=record)
         markers = [(f"{cmd.command_id}:{new.key}", {"pass_id": new.record.id}) for new in made]
+        rows_out = [results[row.index] for row in cmd.rows]
+        bundle = batch_bundle(cmd, rows_out, self._clock.now())
 
         async def apply(uow: UnitOfWork) -> None:
             if made:
                 await uow.insert_new_passes([(new.record, new.file) for new in made])
+            if bundle is not None:
+                await self._bundles.insert(bundle, uow.session)
             await uow.record_commands(markers, self._clock.now())
 
-        result = PassesCreated(rows=[results[row.index] for row in cmd.rows])
+        result = PassesCreated(rows=rows_out, bundle=bundle)
         return Outcome(result, apply, events=[new.event for new in made])
 
     async def _pass_or_404(self, cmd: UpdatePass | VoidPass | CreateDownloadLink) -> PassRecord:

@@ -6,9 +6,9 @@ not be a 5xx, have a documented status and content type, match the documented sc
 4xx, be the spec's error envelope (section 7) -- `{"message"}` for Variant A.
 
 Excluded, with reasons:
-- the public HTML/file endpoints (`/p/...`, `/l/...`, `/t/...`, `/assets`, `/static`): they answer
-  HTML and binary files by design, not JSON, and have their own tests (test_landing_pages,
-  test_pkpass_download, test_download_links);
+- the public HTML/file endpoints (`/p/...`, `/l/...`, `/b/...`, `/t/...`, `/assets`, `/static`):
+  they answer HTML and binary files by design, not JSON, and have their own tests
+  (test_landing_pages, test_pkpass_download, test_download_links, test_pass_bundles);
 - the admin API: it is not in /openapi.json (an operator interface behind the admin token).
 """
 
@@ -39,7 +39,7 @@ Operation = APIOperation[Any, Any, Any, Any]
 AnyCase = Case[Any]
 MAX_EXAMPLES = 40
 VARIANT_A = "/passes"
-PUBLIC_PREFIXES = ("/p/", "/l/", "/t/", "/assets/", "/static/", "/scan")
+PUBLIC_PREFIXES = ("/p/", "/l/", "/b/", "/t/", "/assets/", "/static/", "/scan")
 ENVELOPE_KEYS = {"type", "code", "message", "param"}
 CHECKS = [
     not_a_server_error,

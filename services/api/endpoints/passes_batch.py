@@ -4,12 +4,14 @@ its own, the whole batch idempotent under one Idempotency-Key.
 Each row is checked as POST /v1/passes checks its body; the quota is reserved for the rows that
 passed, as many as fit (rows past it answer 402 each); those rows go to the issuer in one
 command (`CreatePasses`), which writes their passes in one transaction. Units of rows the issuer
-refused are given back.
+refused are given back. With `bundle: true` (at most 10 rows) the same command also makes a pass
+bundle of the passes made, in the same transaction.
 """
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from services.api.bundle_objects import PassBundleObject
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import command_base, idempotent_response
 from services.api.idempotency import Scope
@@ -23,8 +25,9 @@ from services.api.objects import (
     responses,
 )
 from services.api.schemas import PassBatchCreate, PassCreate
+from shared.errors import InvalidRequest
 from shared.messages import BatchRow, BatchRowResult, CreatePasses
-from shared.models import RowError, row_error
+from shared.models import MAX_BUNDLE_PASSES, RowError, row_error
 
 router = APIRouter(prefix="/v1/passes", tags=["passes"])
 
@@ -41,6 +44,13 @@ async def create_passes(
     body: PassBatchCreate,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
+    if body.bundle and len(body.passes) > MAX_BUNDLE_PASSES:
+        raise InvalidRequest(
+            f"A bundle holds at most {MAX_BUNDLE_PASSES} passes; send at most "
+            f"{MAX_BUNDLE_PASSES} rows with bundle: true.",
+            param="bundle",
+            code="parameter_invalid",
+        )
     rows: list[BatchRow | RowError] = []
     for index, row_body in enumerate(body.passes):
         data = checked(row_body, PassCreate)
@@ -52,9 +62,14 @@ async def create_passes(
         valid = [row for row in rows if isinstance(row, BatchRow)]
         granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, len(valid))
         results: dict[int, BatchRowResult] = {}
+        bundle = None
         if granted:
-            sent = CreatePasses(**command_base(principal, command_id), rows=valid[:granted])
+            sent = CreatePasses(
+                **command_base(principal, command_id), rows=valid[:granted], bundle=body.bundle
+            )
             created = await ctx.command(sent, long=True)
+            if created.bundle is not None:
+                bundle = PassBundleObject.of(created.bundle, site)
             results = {result.index: result for result in created.rows}
             refused = sum(1 for result in created.rows if result.record is None)
             release_passes(ctx.quota_leases, ctx.clock, principal, refused)
@@ -80,7 +95,7 @@ async def create_passes(
                 answers.append(
                     BatchRowObject(index=index, status=error.status, error=error_body(error))
                 )
-        return BatchObject(data=answers)
+        return BatchObject(data=answers, bundle=bundle)
 
     data = body.model_dump(mode="json")
     scope = Scope.of(principal)

@@ -11,6 +11,7 @@ from importlib import resources
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from services.api.pages.bundle_view import BundleView, bundle_css
 from services.api.pages.platform import Platform
 from services.api.pages.scanner import ScannerUrls
 from services.api.pages.view import PassView, pass_css
@@ -60,6 +61,20 @@ def render_landing(
         # Both are made here from checked values (qr.py, view.pass_css), not from user text.
         qr=Markup(qr) if qr is not None else None,  # noqa: S704  # segno's SVG of a checked URL
         pass_css=Markup(pass_css(view)),  # noqa: S704  # only validated colours go in
+    )
+
+
+def render_bundle(
+    bundle: BundleView, *, platform: Platform, qr: str | None, path_prefix: str = ""
+) -> str:
+    """A bundle's landing page (docs/pages.md#pass-bundles)."""
+    return _render(
+        "bundle.html",
+        path_prefix,
+        bundle=bundle,
+        platform=platform,
+        qr=Markup(qr) if qr is not None else None,  # noqa: S704  # segno's SVG of a checked URL
+        pass_css=Markup(bundle_css(bundle)),  # noqa: S704  # only validated colours go in
     )
 
 

@@ -77,8 +77,9 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
     )
 
 
-def pass_css(view: PassView) -> str:
-    """The one inline stylesheet: the template's colors as custom properties.
+def pass_css(view: PassView, selector: str = ":root") -> str:
+    """The one inline stylesheet: the template's colors as custom properties, on `selector`
+    (a bundle's page sets each pass's on its own element; pages/bundles.py).
 
     Built only from #RRGGBB values (checked again here, so it is safe to emit unescaped); its
     SHA-256 goes into the Content-Security-Policy (headers.py), so it is emitted byte for byte.
@@ -86,7 +87,7 @@ def pass_css(view: PassView) -> str:
     background = _color(view.background, "#FFFFFF")
     foreground = _color(view.foreground, "#000000")
     label = _color(view.label_color, "#333333")
-    return f":root{{--pass-bg:{background};--pass-fg:{foreground};--pass-label:{label}}}"
+    return f"{selector}{{--pass-bg:{background};--pass-fg:{foreground};--pass-label:{label}}}"
 
 
 def _color(value: str, fallback: str) -> str:
