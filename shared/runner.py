@@ -10,10 +10,12 @@ Without either setting there is one plain socket, as uvicorn would make.
 import logging
 import socket
 import sys
+from collections.abc import Callable
 
 import uvicorn
 from fastapi import FastAPI
 
+from shared.apple_certificates import SigningIdentityError
 from shared.http_date import FreshDate
 from shared.http_protocol import with_header_deadline
 from shared.logs import configure_logging
@@ -51,6 +53,19 @@ def listening_sockets(settings: ServiceSettings, port: int) -> list[socket.socke
             sockets[0].close()
             raise
     return sockets
+
+
+def created_or_exit(
+    service: str, create: Callable[[], FastAPI], settings: ServiceSettings
+) -> FastAPI:
+    """`create()`, or exit with STARTUP_FAILURE and one line that names a configuration
+    mistake found while creating the app (an unusable signing identity), with no traceback."""
+    try:
+        return create()
+    except SigningIdentityError as exc:
+        configure_logging(service, settings.log_level, settings.replica)
+        log.critical("cannot start: %s", exc)
+        sys.exit(STARTUP_FAILURE)
 
 
 def serve(service: str, app: FastAPI, settings: ServiceSettings, port: int) -> None:

@@ -15,18 +15,20 @@ from tests.support import apple_pki
 pytestmark = pytest.mark.slow
 
 
-def _start_issuer(tmp_path: Path, identity: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _start_issuer(
+    tmp_path: Path, identity: dict[str, str], service: str = "issuer"
+) -> subprocess.CompletedProcess[str]:
     env = base_env() | identity
     env |= {
         "TESSERA_ENVIRONMENT": "test",
         "TESSERA_DATA_DIR": str(tmp_path / "data"),
-        "TESSERA_ISSUER_PORT": str(free_port()),
+        f"TESSERA_{service.upper()}_PORT": str(free_port()),
         # Nothing listens there: the identity must stop the start before any connection.
         "TESSERA_NATS_URL": f"nats://127.0.0.1:{free_port()}",
         "TESSERA_MONGODB_URL": f"mongodb://127.0.0.1:{free_port()}",
     }
     return subprocess.run(
-        service_argv("issuer"), env=env, capture_output=True, text=True, timeout=60, check=False
+        service_argv(service), env=env, capture_output=True, text=True, timeout=60, check=False
     )
 
 
@@ -51,6 +53,17 @@ def test_wwdr_g3_instead_of_g4_stops_the_issuer(tmp_path: Path) -> None:
     assert "(OU=G4), but the intermediate certificate given with it is" in message
     assert "this is WWDR G3; this pass certificate was issued by WWDR G4" in message
     assert "download AppleWWDRCAG4.cer from https://www.apple.com/certificateauthority/" in message
+
+
+def test_the_events_service_refuses_it_the_same_way(tmp_path: Path) -> None:
+    """The events service signs its APNs connection with the same identity."""
+    root = apple_pki.apple_root()
+    g4, g3 = apple_pki.wwdr(root, "G4"), apple_pki.wwdr(root, "G3")
+    identity = apple_pki.identity_env(tmp_path / "apple", apple_pki.pass_certificate(g4), g3)
+
+    message = _refusal(_start_issuer(tmp_path, identity, "events"))
+
+    assert "this is WWDR G3; this pass certificate was issued by WWDR G4" in message
 
 
 def test_an_expired_pass_certificate_stops_the_issuer(tmp_path: Path) -> None:
