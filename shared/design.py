@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from shared.dates import date_text_problem, offset_problem
+from shared.design_event import Event
 from shared.design_images import (
     IMAGE_MAX_POINTS,
     MAX_IMAGE_BYTES,
@@ -28,6 +29,7 @@ from shared.design_images import (
     STYLE_IMAGES,
     Images,
     ImageScales,
+    check_google_logo,
     check_png,
     decode_base64_png,
     is_stored,
@@ -243,8 +245,23 @@ class Design(_Strict):
     grouping_identifier: str | None = Field(default=None, min_length=1, max_length=100)
     suppress_strip_shine: bool | None = None
     sharing_prohibited: bool | None = None
+    event: Event | None = Field(
+        default=None, description="The event of a type event / eventTicket template."
+    )
+    google_logo: str | None = Field(
+        default=None,
+        max_length=1_500_000,
+        description="Base64 square PNG, at least 660x660 px: Google Wallet's logo.",
+    )
 
     _w3c_dates = field_validator("expiration_date", "relevant_date")(_w3c)
+
+    @field_validator("google_logo")
+    @classmethod
+    def _square_google_logo(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or is_stored(info):
+            return value
+        return check_google_logo(value).encoded
 
     @field_validator("localizations")
     @classmethod
@@ -322,8 +339,9 @@ class Design(_Strict):
         """The barcodes in priority order, whichever of `barcode` / `barcodes` was used."""
         return [self.barcode] if self.barcode is not None else list(self.barcodes)
 
-    def check_style(self, apple_style: str) -> None:
-        """Raise DesignStyleError if this design cannot be rendered as `apple_style`."""
+    def check_style(self, apple_style: str, template_type: str | None = None) -> None:
+        """Raise DesignStyleError if this design cannot be rendered as `apple_style` (and, for
+        what depends on it, for a template of `template_type`)."""
         allowed = STYLE_IMAGES.get(apple_style)
         if allowed is None:
             raise DesignStyleError("", f"unknown apple_style {apple_style!r}")
@@ -347,8 +365,28 @@ class Design(_Strict):
             raise DesignStyleError(
                 "transit_type", "A boardingPass template needs design.transit_type."
             )
+        self._check_event(apple_style, template_type)
         if self.grouping_identifier is not None and apple_style not in GROUPING_STYLES:
             raise DesignStyleError(
                 "grouping_identifier",
                 "grouping_identifier is only for eventTicket or boardingPass.",
+            )
+
+    def _check_event(self, apple_style: str, template_type: str | None) -> None:
+        """The event block against the template, and the poster's artwork: only a poster
+        ticket shows it, so without one it would ride in every pass for nothing."""
+        if self.event is not None:
+            problem = self.event.style_problem(
+                apple_style=apple_style,
+                template_type=template_type,
+                field_keys=self.field_keys(),
+                has_barcode=bool(self.barcode_list()),
+            )
+            if problem is not None:
+                raise DesignStyleError(*problem)
+        if self.images.artwork is not None and (self.event is None or not self.event.poster):
+            raise DesignStyleError(
+                "images.artwork",
+                "Only a poster event ticket shows the artwork image: set design.event.poster "
+                "to true, or leave the artwork out.",
             )

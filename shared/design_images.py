@@ -45,11 +45,15 @@ IMAGE_MAX_POINTS: dict[str, tuple[int, int]] = {
 # icon up, blurred, on the lock screen and in notifications (Apple's 29x29 pt minimum).
 IMAGE_MIN_POINTS: dict[str, tuple[int, int]] = {"icon": (29, 29)}
 SCALES: dict[str, int] = {"x1": 1, "x2": 2, "x3": 3}
+# Google Wallet masks its logo into a circle and wants a square of at least this many pixels.
+GOOGLE_LOGO_MIN_PIXELS = 660
 # Which images each apple_style shows (Apple's "Pass Design and Creation" guide).
 STYLE_IMAGES: dict[str, frozenset[str]] = {
     "boardingPass": frozenset({"icon", "logo", "footer"}),
     "coupon": frozenset({"icon", "logo", "strip"}),
-    "eventTicket": frozenset({"icon", "logo", "strip", "background", "thumbnail"}),
+    # artwork: the poster of an iOS 18 poster event ticket (design.event.poster); the classic
+    # layout does not show it.
+    "eventTicket": frozenset({"icon", "logo", "strip", "background", "thumbnail", "artwork"}),
     "generic": frozenset({"icon", "logo", "thumbnail"}),
     "storeCard": frozenset({"icon", "logo", "strip"}),
 }
@@ -114,6 +118,19 @@ def check_png(encoded: str, image: str, scale: int) -> CleanPng:
     least = IMAGE_MIN_POINTS.get(image)
     min_size = None if least is None else (least[0] * scale, least[1] * scale)
     return _clean(encoded, image if scale == 1 else f"{image}@{scale}x", max_size, min_size)
+
+
+def check_google_logo(encoded: str) -> CleanPng:
+    """Decode and clean the design's `google_logo`: a square PNG of at least
+    GOOGLE_LOGO_MIN_PIXELS a side (Google's brand guidelines); it has a single scale."""
+    try:
+        width, height = png_size(decode_base64_png(encoded))
+    except ValueError as exc:
+        raise ValueError(f"image 'google_logo' {exc}") from exc
+    if width != height:
+        raise ValueError(f"image 'google_logo' is {width}x{height} px; it must be square")
+    least = (GOOGLE_LOGO_MIN_PIXELS, GOOGLE_LOGO_MIN_PIXELS)
+    return _clean(encoded, "google_logo", None, least)
 
 
 def clean_stored_png(encoded: str, label: str) -> CleanPng:
@@ -255,6 +272,10 @@ class FooterImage(ImageScales):
     image_name: ClassVar[str] = "footer"
 
 
+class ArtworkImage(ImageScales):
+    image_name: ClassVar[str] = "artwork"
+
+
 class Images(_Strict):
     """PNG images, each a base64 string (@1x) or {"x1", "x2", "x3"}; see docs/templates.md."""
 
@@ -264,9 +285,10 @@ class Images(_Strict):
     thumbnail: ThumbnailImage | None = None
     background: BackgroundImage | None = None
     footer: FooterImage | None = None
+    artwork: ArtworkImage | None = None
 
     def given(self) -> dict[str, ImageScales]:
         """The images that are set, by name, in pass file order."""
-        names = ("icon", "logo", "strip", "thumbnail", "background", "footer")
+        names = ("icon", "logo", "strip", "thumbnail", "background", "footer", "artwork")
         found = {name: getattr(self, name) for name in names}
         return {name: image for name, image in found.items() if image is not None}

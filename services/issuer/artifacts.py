@@ -32,11 +32,14 @@ class WalletArtifacts:
         self._wallet_url = wallet_url
 
     def logo_url(self, template: TemplateRecord, design: Design) -> str | None:
-        """Google fetches images by URL: the template's logo as the api serves it publicly.
+        """Google fetches images by URL: the template's Google logo (square, as Google wants
+        it) as the api serves it publicly, else its Apple logo, else None.
 
         Kept for an archived template (whose logo the api no longer serves): archiving must not
         rewrite the Google class of passes that stay valid; Google keeps its fetched copy.
         """
+        if design.google_logo is not None:
+            return f"{self._site_url}/t/{template.id}/google-logo.png"
         return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
 
     @property

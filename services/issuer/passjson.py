@@ -12,6 +12,14 @@ from services.issuer.content import PassContent
 from shared.apple_identity import SigningIdentity
 from shared.dates import parse_aware_datetime, w3c_date
 from shared.design import Barcode, DesignField
+from shared.design_event import (
+    APPLE_EVENT_TYPES,
+    APPLE_LINK_KEYS,
+    POSTER_STYLE_SCHEMES,
+    Event,
+    Team,
+    seat_values,
+)
 
 _SLOT_KEYS = (
     ("header", "headerFields"),
@@ -44,6 +52,8 @@ _NUMBER_STYLES = {
     "scientific": "PKNumberStyleScientific",
     "spell_out": "PKNumberStyleSpellOut",
 }
+# Seat part (shared/design_event.SEAT_PARTS) -> key of Apple's SemanticTagType.Seat.
+_SEAT_KEYS = {"section": "seatSection", "row": "seatRow", "number": "seatNumber"}
 _DETECTORS = {
     "phone_number": "PKDataDetectorTypePhoneNumber",
     "link": "PKDataDetectorTypeLink",
@@ -82,6 +92,8 @@ def render_pass_json(content: PassContent, identity: SigningIdentity) -> dict[st
         if flag is not None:
             document[key] = flag
     document[content.apple_style] = _style_dict(content)
+    if design.event is not None and content.apple_style == "eventTicket":
+        document.update(_event_keys(content, design.event))
     barcodes = _barcodes(content)
     if barcodes:
         document["barcodes"] = [rendered for _, rendered in barcodes]
@@ -89,6 +101,73 @@ def render_pass_json(content: PassContent, identity: SigningIdentity) -> dict[st
         if legacy:
             document["barcode"] = legacy[0]
     return document
+
+
+def _event_keys(content: PassContent, event: Event) -> dict[str, Any]:
+    """The design's event block (docs/templates.md#event): its semantic tags, and what a poster
+    event ticket reads. A device before iOS 18 ignores `preferredStyleSchemes` and the poster
+    keys; one that cannot show the poster falls back to the second scheme, the classic
+    eventTicket this pass.json also holds."""
+    found: dict[str, Any] = {}
+    if event.poster:
+        found["preferredStyleSchemes"] = list(POSTER_STYLE_SCHEMES)
+    if event.logo_text is not None:
+        found["eventLogoText"] = event.logo_text
+    for key, url in event.links.given().items():
+        found[APPLE_LINK_KEYS[key]] = url
+    if event.venue is not None:
+        for apple_key, value in (
+            ("contactVenueEmail", event.venue.email),
+            ("contactVenuePhoneNumber", event.venue.phone_number),
+            ("contactVenueWebsite", event.venue.website),
+        ):
+            if value is not None:
+                found[apple_key] = value
+    found["semantics"] = _semantics(content, event)
+    return found
+
+
+def _semantics(content: PassContent, event: Event) -> dict[str, Any]:
+    """Apple's semantic tags (Pass.SemanticTags) of the event, and of this pass's seat."""
+    tags: dict[str, Any] = {"eventName": event.name, "eventStartDate": w3c_date(event.starts_at)}
+    if event.type is not None:
+        tags["eventType"] = APPLE_EVENT_TYPES[event.type]
+    if event.ends_at is not None:
+        tags["eventEndDate"] = w3c_date(event.ends_at)
+    if event.doors_open_at is not None:
+        tags["venueDoorsOpenDate"] = w3c_date(event.doors_open_at)
+    venue = event.venue
+    if venue is not None:
+        tags["venueName"] = venue.name
+        for key, value in (
+            ("venueRegionName", venue.region),
+            ("venueRoom", venue.room),
+            ("venuePhoneNumber", venue.phone_number),
+        ):
+            if value is not None:
+                tags[key] = value
+        if venue.latitude is not None and venue.longitude is not None:
+            tags["venueLocation"] = {"latitude": venue.latitude, "longitude": venue.longitude}
+    if event.performers:
+        tags["performerNames"] = list(event.performers)
+    tags |= _team("homeTeam", event.home_team) | _team("awayTeam", event.away_team)
+    if content.holder_name is not None:
+        tags["attendeeName"] = content.holder_name
+    defaults = {f.key: f.default for f in content.design.fields if f.default is not None}
+    seat = seat_values(event, content.field_values, defaults)
+    placed = {_SEAT_KEYS[part]: value for part, value in seat.items() if part in _SEAT_KEYS}
+    if placed:
+        tags["seats"] = [placed]
+    if "gate" in seat:
+        tags["venueEntranceGate"] = seat["gate"]
+    return tags
+
+
+def _team(prefix: str, team: Team | None) -> dict[str, str]:
+    if team is None:
+        return {}
+    parts = (("Name", team.name), ("Abbreviation", team.abbreviation), ("Location", team.location))
+    return {f"{prefix}{suffix}": value for suffix, value in parts if value is not None}
 
 
 def _relevance(content: PassContent) -> dict[str, Any]:

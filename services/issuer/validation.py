@@ -11,8 +11,10 @@ from shared.errors import InvalidRequest
 from shared.pass_limits import field_values_problem, metadata_problem
 
 
-def validate_design(design: dict[str, Any], apple_style: str) -> Design:
-    """The design as a model, checked for the template's apple_style."""
+def validate_design(
+    design: dict[str, Any], apple_style: str, template_type: str | None = None
+) -> Design:
+    """The design as a model, checked for the template's apple_style and type."""
     try:
         model = Design.model_validate(design)
     except ValidationError as exc:
@@ -20,7 +22,7 @@ def validate_design(design: dict[str, Any], apple_style: str) -> Design:
         path = ".".join(str(part) for part in ("design", *first["loc"]))
         raise InvalidRequest(f"Invalid design: {first['msg']}", param=path) from exc
     try:
-        model.check_style(apple_style)
+        model.check_style(apple_style, template_type)
     except DesignStyleError as exc:
         raise InvalidRequest(str(exc), param=f"design.{exc.param}") from exc
     return model

@@ -9,6 +9,7 @@ import pytest
 from services.issuer.passjson import render_field, render_pass_json
 from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design, DesignField
+from tests.issuer.event_samples import APPLE_EXTRA_KEYS, EVENT, poster_content
 from tests.issuer.pkpass_samples import TOKEN, content, sample
 
 # What a W3C date-time allows (https://www.w3.org/TR/NOTE-datetime): `Z` or a `+hh:mm` offset.
@@ -454,3 +455,71 @@ def test_fields_of_an_updatable_pass_carry_a_change_message(identity: SigningIde
     static = render_pass_json(content(design, field_values=values), identity)["generic"]
     assert "changeMessage" not in static["primaryFields"][0]
     assert static["secondaryFields"][0]["changeMessage"] == "Gate %@"
+
+
+def test_the_event_block_becomes_semantic_tags_and_poster_keys(identity: SigningIdentity) -> None:
+    """Issue 15: iOS 18 poster event tickets, with the classic eventTicket as the fallback."""
+    document = render_pass_json(poster_content(), identity)
+
+    assert document["preferredStyleSchemes"] == ["posterEventTicket", "eventTicket"]
+    assert "eventTicket" in document  # what a device that cannot show the poster shows
+    assert {key: document[key] for key in APPLE_EXTRA_KEYS} == APPLE_EXTRA_KEYS
+    assert document["semantics"] == {
+        "eventName": "Spring Tour",
+        "eventType": "PKEventTypeLivePerformance",
+        "eventStartDate": "2031-06-01T20:00:00+02:00",
+        "eventEndDate": "2031-06-01T23:00:00+02:00",
+        "venueDoorsOpenDate": "2031-06-01T18:30:00+02:00",
+        "venueName": "Arena",
+        "venueRegionName": "Venice, Italy",
+        "venueRoom": "Main Stage",
+        "venuePhoneNumber": "+39 041 000 000",
+        "venueLocation": {"latitude": 45.4408, "longitude": 12.3155},
+        "performerNames": ["The Band", "Support Act"],
+        "attendeeName": "Ada Lovelace",
+        # The pass's own values, or the fields' defaults (section B, gate G2).
+        "seats": [{"seatSection": "B", "seatRow": "F", "seatNumber": "12"}],
+        "venueEntranceGate": "G2",
+    }
+
+
+def test_a_classic_event_ticket_gets_semantics_but_no_poster_keys(
+    identity: SigningIdentity,
+) -> None:
+    event = {"name": "Tour", "starts_at": "2031-06-01T20:00Z", "seat_fields": {"number": "seat"}}
+    design = _design(event=event, fields=[{"key": "seat", "label": "Seat", "slot": "primary"}])
+
+    document = render_pass_json(content(design, apple_style="eventTicket"), identity)
+    no_seat = render_pass_json(
+        content(design, apple_style="eventTicket", field_values={"seat": "7"}), identity
+    )
+
+    assert document["semantics"] == {
+        "eventName": "Tour",
+        "eventStartDate": "2031-06-01T20:00:00+00:00",
+    }
+    assert no_seat["semantics"]["seats"] == [{"seatNumber": "7"}]
+    assert "preferredStyleSchemes" not in document
+    assert not set(APPLE_EXTRA_KEYS) & set(document)
+    # Without the block nothing changes.
+    assert "semantics" not in render_pass_json(
+        content(_design(), apple_style="eventTicket"), identity
+    )
+
+
+def test_sports_teams_become_their_semantic_tags(identity: SigningIdentity) -> None:
+    teams = {
+        "home_team": {"name": "Venice", "abbreviation": "VEN", "location": "Venice"},
+        "away_team": {"abbreviation": "ROM"},
+    }
+    design = _design(event={**EVENT, "type": "sports", "seat_fields": None, **teams})
+
+    tags = render_pass_json(content(design, apple_style="eventTicket"), identity)["semantics"]
+
+    assert tags["eventType"] == "PKEventTypeSports"
+    assert {key: value for key, value in tags.items() if "Team" in key} == {
+        "homeTeamName": "Venice",
+        "homeTeamAbbreviation": "VEN",
+        "homeTeamLocation": "Venice",
+        "awayTeamAbbreviation": "ROM",
+    }

@@ -310,3 +310,34 @@ def test_date_field_defaults_that_are_text_or_w3c_dates_are_kept() -> None:
             {**_BASE, "fields": [_field(date_style="short", default=default)]}
         )
         assert design.fields[0].default == default
+
+
+@pytest.mark.parametrize(
+    ("logo", "message"),
+    [
+        (png(600, 600), "image 'google_logo' is 600x600 px; at least 660x660 px"),
+        (png(800, 660), "image 'google_logo' is 800x660 px; it must be square"),
+        (b"not a png at all", "image 'google_logo' is not a PNG"),
+    ],
+    ids=["small", "not-square", "not-png"],
+)
+def test_a_google_logo_that_is_not_a_big_enough_square_is_refused(
+    logo: bytes, message: str
+) -> None:
+    """Issue 15: Google Wallet wants a square logo of at least 660x660 px."""
+    with pytest.raises(InvalidRequest) as caught:
+        validate_design({**minimal_design("generic"), "google_logo": b64(logo)}, "generic")
+
+    assert caught.value.param == "design.google_logo"
+    assert message in caught.value.message
+
+
+def test_a_google_logo_is_kept_cleaned_for_every_style() -> None:
+    texty = png_with(png(660, 660), (b"tEXt", b"Comment\0<script>"))
+    for style in sorted(STYLE_IMAGES):
+        design = validate_design({**minimal_design(style), "google_logo": b64(texty)}, style)
+
+        assert design.google_logo is not None
+        cleaned = base64.b64decode(design.google_logo)
+        assert chunk_types(cleaned) == [b"IHDR", b"IDAT", b"IEND"]
+        assert pixels(cleaned) == pixels(png(660, 660))

@@ -1,7 +1,9 @@
 """Public images: what Google Wallet fetches by URL (it cannot take inline images).
 
-`/t/{template_id}/logo.png` is the template's logo at its sharpest scale; `/assets/logo.png`
-is the placeholder used for loyalty classes, which Google requires to have a logo. Template
+`/t/{template_id}/logo.png` is the template's logo at its sharpest scale, and
+`/t/{template_id}/google-logo.png` its square Google logo (design.google_logo), which Google
+Wallet gets instead when there is one; `/assets/logo.png` is the placeholder used for loyalty
+classes, which Google requires to have a logo. Template
 logos are part of a pass's public face, so they need no key; ids are unguessable anyway.
 An archived template's logo is gone (404). The logo is served cleaned (shared/png_clean.py):
 a template saved before images were cleaned may hold text chunks or a decompression bomb.
@@ -32,20 +34,38 @@ _HEADERS = {
 
 @router.get("/t/{template_id}/logo.png", summary="A template's logo (for Google Wallet)")
 async def template_logo(ctx: ContextDep, template_id: str) -> Response:
+    design = await _live_design(ctx, template_id)
+    logo = None if design is None else design.images.logo
+    if logo is None:
+        raise NotFound("No logo at this address.")
+    _, encoded = logo.largest()
+    return await _png(template_id, encoded, "logo")
+
+
+@router.get("/t/{template_id}/google-logo.png", summary="A template's square Google logo")
+async def template_google_logo(ctx: ContextDep, template_id: str) -> Response:
+    design = await _live_design(ctx, template_id)
+    if design is None or design.google_logo is None:
+        raise NotFound("No logo at this address.")
+    return await _png(template_id, design.google_logo, "google_logo")
+
+
+async def _live_design(ctx: ContextDep, template_id: str) -> Design | None:
+    """The design of a template that is not archived, or None."""
     template = None
     if has_prefix(template_id, "template"):
         template = await ctx.issuer.template_by_id(template_id)
     if template is None or template.archived:
-        raise NotFound("No logo at this address.")
-    logo = Design.from_stored(template.design).images.logo
-    if logo is None:
-        raise NotFound("No logo at this address.")
-    _, encoded = logo.largest()
+        return None
+    return Design.from_stored(template.design)
+
+
+async def _png(template_id: str, encoded: str, label: str) -> Response:
     try:
         # Cached after the first time; the first decodes, so off the event loop.
-        clean = await asyncio.to_thread(clean_stored_png, encoded, "logo")
+        clean = await asyncio.to_thread(clean_stored_png, encoded, label)
     except ValueError as exc:
-        log.warning("template %s: its logo cannot be served: %s", template.id, exc)
+        log.warning("template %s: its %s cannot be served: %s", template_id, label, exc)
         raise NotFound("No logo at this address.") from exc
     return Response(clean.data, media_type="image/png", headers=_HEADERS)
 

@@ -12,6 +12,7 @@ from typing import Any, Final, Literal
 from services.issuer.google.identity import GoogleIdentity
 from shared.dates import w3c_date
 from shared.design import Design
+from shared.design_event import Event, seat_values
 from shared.google_ids import class_id, object_id
 
 Vertical = Literal["eventTicket", "loyalty", "offer", "generic"]
@@ -33,6 +34,8 @@ _BARCODE_TYPES: Final = {
     "aztec": "AZTEC",
     "code128": "CODE_128",
 }
+# Seat part (shared/design_event.SEAT_PARTS) -> key of Google's EventSeat.
+_SEAT_KEYS: Final = {"section": "section", "row": "row", "number": "seat", "gate": "gate"}
 # The same placeholders, with the same meaning, as the Apple barcode message (pkpass.py).
 _BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 
@@ -91,7 +94,10 @@ def build_class(
     resource["hexBackgroundColor"] = design.colors.background
     logo = None if logo_url is None else _image(logo_url, design, design.organization_name)
     if vertical == "eventTicket":
-        resource["eventName"] = _localized(design.description, design)
+        event = design.event
+        resource["eventName"] = _localized(event.name if event else design.description, design)
+        if event is not None:
+            resource |= _event_class(event, design)
         if logo is not None:
             resource["logo"] = logo
     elif vertical == "loyalty":
@@ -169,6 +175,8 @@ def build_object(
         resource["ticketNumber"] = serial_number
         if holder:
             resource["ticketHolderName"] = holder
+        if design.event is not None and (seat := _seat_info(design.event, design, field_values)):
+            resource["seatInfo"] = seat
     elif vertical == "loyalty":
         resource["accountId"] = short_id
         if holder:
@@ -187,6 +195,30 @@ def build_object(
     if modules:
         resource["textModulesData"] = modules
     return resource
+
+
+def _event_class(event: Event, design: Design) -> dict[str, Any]:
+    """The event block's `dateTime` and `venue` (docs/google-wallet.md), translated as the
+    design's other strings."""
+    times = {"start": w3c_date(event.starts_at)}
+    if event.ends_at is not None:
+        times["end"] = w3c_date(event.ends_at)
+    if event.doors_open_at is not None:
+        times["doorsOpen"] = w3c_date(event.doors_open_at)
+    found: dict[str, Any] = {"dateTime": times}
+    if event.venue is not None:
+        found["venue"] = {
+            "name": _localized(event.venue.name, design),
+            "address": _localized(event.venue.address, design),
+        }
+    return found
+
+
+def _seat_info(event: Event, design: Design, field_values: dict[str, str]) -> dict[str, Any]:
+    """The pass's `seatInfo`, from the fields the event block's seat_fields name."""
+    defaults = {f.key: f.default for f in design.fields if f.default is not None}
+    seat = seat_values(event, field_values, defaults)
+    return {_SEAT_KEYS[part]: _localized(value, design) for part, value in seat.items()}
 
 
 def _text_modules(design: Design, field_values: dict[str, str]) -> list[dict[str, Any]]:

@@ -259,3 +259,70 @@ def test_the_expiration_date_ends_the_valid_time_interval(identity: GoogleIdenti
     resource = sample_object(identity, "coupon", expiration_date=expires)
     assert resource["validTimeInterval"] == {"end": {"date": "2031-12-31T23:59:00+01:00"}}
     assert "validTimeInterval" not in sample_object(identity, "coupon")
+
+
+EVENT = {
+    "name": "Spring Tour",
+    "starts_at": "2031-06-01T20:00:00+02:00",
+    "ends_at": "2031-06-01T23:00:00+02:00",
+    "doors_open_at": "2031-06-01T18:30:00+02:00",
+    "venue": {"name": "Arena", "address": "1 Main Street\n30100 Venice", "room": "Main Stage"},
+    "seat_fields": {"number": "seat", "gate": "gate"},
+}
+
+
+def test_the_event_block_gives_the_class_its_name_dates_and_venue(
+    identity: GoogleIdentity,
+) -> None:
+    """Issue 15: event tickets reached Google without their date or venue."""
+    strings = {"Spring Tour": "Tournée de printemps", "Arena": "Arène"}
+    design = make_design(event=EVENT, localizations={"fr": strings})
+
+    resource = sample_class(identity, "event", design)
+
+    assert resource["eventName"] == {
+        "defaultValue": {"language": "en", "value": "Spring Tour"},
+        "translatedValues": [{"language": "fr", "value": "Tournée de printemps"}],
+    }
+    assert resource["dateTime"] == {
+        "start": "2031-06-01T20:00:00+02:00",
+        "end": "2031-06-01T23:00:00+02:00",
+        "doorsOpen": "2031-06-01T18:30:00+02:00",
+    }
+    assert resource["venue"] == {
+        "name": {
+            "defaultValue": {"language": "en", "value": "Arena"},
+            "translatedValues": [{"language": "fr", "value": "Arène"}],
+        },
+        "address": {"defaultValue": {"language": "en", "value": "1 Main Street\n30100 Venice"}},
+    }
+
+
+def test_without_a_venue_or_other_dates_only_the_start_is_sent(identity: GoogleIdentity) -> None:
+    design = make_design(event={"name": "Tour", "starts_at": "2031-06-01T20:00Z"})
+
+    resource = sample_class(identity, "event", design)
+
+    assert resource["dateTime"] == {"start": "2031-06-01T20:00:00+00:00"}
+    assert "venue" not in resource
+    assert "seatInfo" not in sample_object(identity, "event", design)
+    # Without the block the class is as before: the description names the event.
+    plain = sample_class(identity, "event")
+    assert plain["eventName"]["defaultValue"]["value"] == "Summer Festival 2026"
+    assert "dateTime" not in plain
+    assert "venue" not in plain
+
+
+def test_the_seat_fields_give_the_object_its_seat_info(identity: GoogleIdentity) -> None:
+    design = make_design(event=EVENT)
+
+    with_seat = sample_object(identity, "event", design, field_values={"seat": "12A"})
+    default_gate_only = sample_object(identity, "event", design, field_values={})
+
+    assert with_seat["seatInfo"] == {
+        "seat": {"defaultValue": {"language": "en", "value": "12A"}},
+        "gate": {"defaultValue": {"language": "en", "value": "B"}},  # the field's default
+    }
+    assert default_gate_only["seatInfo"] == {
+        "gate": {"defaultValue": {"language": "en", "value": "B"}}
+    }

@@ -156,3 +156,37 @@ def test_int64_fields_are_decimal_strings() -> None:
     assert schema["type"] == "string"
     assert walletschema.errors("Money", {"micros": "1500000", "currencyCode": "EUR"}) == []
     assert walletschema.errors("Money", {"micros": "1.5"}) != []
+
+
+@pytest.mark.parametrize("poster", [True, False])
+def test_event_tickets_with_the_event_block_validate(
+    identity: GoogleIdentity, poster: bool
+) -> None:
+    """Issue 15: dateTime, venue and seatInfo as Google's discovery document defines them."""
+    event = {
+        "name": "Spring Tour",
+        "type": "live_performance",
+        "starts_at": "2031-06-01T20:00:00+02:00",
+        "ends_at": "2031-06-01T23:00:00+02:00",
+        "doors_open_at": "2031-06-01T18:30:00+02:00",
+        "venue": {"name": "Arena", "address": "1 Main Street", "region": "Venice", "room": "A"},
+        "performers": ["The Band"],
+        "seat_fields": {"number": "seat", "gate": "gate"},
+        "poster": poster,
+    }
+    design = make_design(event=event, localizations={"fr": {"Spring Tour": "Tournée"}})
+
+    resource_class = sample_class(identity, "event", design, logo_url=LOGO_URL)
+    resource = sample_object(identity, "event", design)
+
+    assert {"dateTime", "venue"} <= set(resource_class)
+    assert "seatInfo" in resource
+    assert walletschema.errors("EventTicketClass", resource_class) == []
+    assert walletschema.errors("EventTicketObject", resource) == []
+
+
+def test_a_venue_without_its_address_fails(identity: GoogleIdentity) -> None:
+    event = {"name": "T", "starts_at": "2031-06-01T20:00Z", "venue": {"name": "A", "address": "B"}}
+    resource = sample_class(identity, "event", make_design(event=event))
+    del resource["venue"]["address"]
+    assert any("address" in error for error in walletschema.errors("EventTicketClass", resource))

@@ -36,6 +36,7 @@ REQUIRED: dict[str, list[str]] = {
     "ImageUri": ["uri"],
     "Barcode": ["type", "value"],
     "TextModuleData": ["id", "body"],
+    "EventVenue": ["name", "address"],
 }
 _INT64_FORMATS = {"int64", "uint64"}
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
