@@ -57,6 +57,10 @@ class WalletArtifacts:
         """Give a new version of a pass its Google save link, made here with no call to
         Google. With credentials, a changed object is also marked for the Google step, which
         upserts it after the commit (google/sync.py): Apple never waits on Google."""
+        if record.mode == "live" and not self.identities.google_live:
+            # Apple-only live credentials: no Google Wallet for this pass.
+            record.google_save_url = None
+            return
         record.google_save_url = google_save_link(
             self._google, template, record, logo_url=self.logo_url(template, design)
         )

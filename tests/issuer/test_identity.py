@@ -22,7 +22,8 @@ def test_without_credentials_both_identities_are_for_development(tmp_path: Path)
     assert identities.apple_is_development
     assert identities.google.is_development
     assert not identities.live_ready
-    assert identities.missing_for_live() == ["Apple Wallet", "Google Wallet"]
+    assert not identities.google_live
+    assert identities.missing_for_live() == ["Apple Wallet"]
     assert (tmp_path / "data" / "signing" / "root-ca.pem").exists()
 
 
@@ -37,7 +38,10 @@ def test_pem_and_pkcs12_identities_load(tmp_path: Path) -> None:
     from_pem = load_identities(_settings(tmp_path, **pem))
     assert not from_pem.apple_is_development
     assert from_pem.apple.certificate == made.certificate
-    assert from_pem.missing_for_live() == ["Google Wallet"]
+    # Apple alone makes live mode: its passes then have no Google link (issue 16).
+    assert from_pem.live_ready
+    assert from_pem.missing_for_live() == []
+    assert not from_pem.google_live
 
     bundle = pkcs12.serialize_key_and_certificates(
         b"tessera", made.private_key, made.certificate, None, BestAvailableEncryption(b"s3cret")

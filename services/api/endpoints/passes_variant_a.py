@@ -18,7 +18,7 @@ from services.api.endpoints.common import command_base
 from services.api.objects import pass_urls
 from services.api.schemas import StorableBody
 from shared.design import Design
-from shared.errors import InternalError, NotFound
+from shared.errors import NotFound
 from shared.ids import has_prefix, new_id
 from shared.logs import account_id_var
 from shared.messages import CreatePass
@@ -94,7 +94,8 @@ async def create_pass(
         created_via_api=True,
     )
     record = await ctx.command(command)
-    if record.google_save_url is None:
-        raise InternalError("The pass has no Google Wallet link.")
-    _, download_url = pass_urls(ctx.settings.site_url, record.short_id)
-    return JSONResponse({"apple": download_url, "google": record.google_save_url}, 201)
+    page_url, download_url = pass_urls(ctx.settings.site_url, record.short_id)
+    # Without Google credentials for live passes there is no Google link; `google` is required
+    # by the contract, so it is the pass page, which offers what there is (docs/api-decisions.md).
+    google = record.google_save_url or page_url
+    return JSONResponse({"apple": download_url, "google": google}, 201)
