@@ -3,43 +3,18 @@ against the real store: each row succeeds or fails alone with the error POST /v1
 answer, the passes are written together with one event and one processed marker each, and a
 replay answers the stored result without writing again."""
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from services.issuer.artifacts import WalletArtifacts
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
-from shared.clock import SystemClock
 from shared.messages import BatchRow, CreatePasses, PassesCreated, PassEventMessage
 from shared.models import TemplateRecord
 from tests.support.issuer import (
     ACCOUNT,
     archive_command,
     command_base,
-    dev_artifacts,
-    issuer_repository,
     template_command,
 )
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> WalletArtifacts:
-    data_dir: Path = tmp_path_factory.mktemp("issuer-data")
-    return dev_artifacts(data_dir)
-
-
-@pytest.fixture
-async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
-    async with issuer_repository(mongo_url) as repository:
-        yield repository
-
-
-@pytest.fixture
-def service(repo: IssuerRepository, artifacts: WalletArtifacts) -> IssuerService:
-    return IssuerService(repo, artifacts, SystemClock(), lambda: None)
 
 
 async def _template(service: IssuerService) -> TemplateRecord:

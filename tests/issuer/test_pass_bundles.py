@@ -3,15 +3,10 @@
 with `bundle` makes the bundle of the passes it made in the same transaction; replays answer the
 stored bundle."""
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from services.issuer.artifacts import WalletArtifacts
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
-from shared.clock import SystemClock
 from shared.errors import ApiError
 from shared.messages import (
     BatchRow,
@@ -25,27 +20,8 @@ from shared.messages import (
 from shared.models import PassBundleRecord, PassRecord, TemplateRecord
 from tests.support.issuer import (
     command_base,
-    dev_artifacts,
-    issuer_repository,
     template_command,
 )
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> WalletArtifacts:
-    data_dir: Path = tmp_path_factory.mktemp("issuer-data")
-    return dev_artifacts(data_dir)
-
-
-@pytest.fixture
-async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
-    async with issuer_repository(mongo_url) as repository:
-        yield repository
-
-
-@pytest.fixture
-def service(repo: IssuerRepository, artifacts: WalletArtifacts) -> IssuerService:
-    return IssuerService(repo, artifacts, SystemClock(), lambda: None)
 
 
 async def _template(service: IssuerService, *, hidden: bool = False) -> TemplateRecord:

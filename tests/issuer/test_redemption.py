@@ -6,7 +6,6 @@ never undone by a pass update that read the pass before the scan counted."""
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ from shared.messages import CreatePass, RedeemPass, UpdatePass, UpdateTemplate
 from shared.models import PassRecord, TemplateRecord
 from shared.redemption import RedemptionInput, RedemptionPolicy, resolve_policy
 from shared.scans import ScanRecord
-from tests.support.issuer import command_base, dev_artifacts, issuer_repository, template_command
+from tests.support.issuer import command_base, issuer_repository, template_command
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -123,12 +122,6 @@ def test_only_the_last_allowed_scan_of_a_mark_used_policy_uses_the_pass_up() -> 
 
 
 # --- the command, on the real store ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> WalletArtifacts:
-    data_dir: Path = tmp_path_factory.mktemp("issuer-data")
-    return dev_artifacts(data_dir)
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ would), forward-only counters, a chunk done twice after a lost lease creating no
 cancel, the upload timeout, and a chunk that keeps failing given up."""
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,25 +28,11 @@ from tests.support.issuer import (
     ACCOUNT,
     archive_command,
     command_base,
-    dev_artifacts,
-    issuer_repository,
     template_command,
 )
 
 LEASE = timedelta(seconds=60)
 PRE_FAILED = RowError(status=402, type="billing_error", code="quota_exceeded", message="no")
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> WalletArtifacts:
-    data_dir: Path = tmp_path_factory.mktemp("issuer-data")
-    return dev_artifacts(data_dir)
-
-
-@pytest.fixture
-async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
-    async with issuer_repository(mongo_url) as repository:
-        yield repository
 
 
 @pytest.fixture
