@@ -6,6 +6,7 @@ from services.api.pages.bundle_view import BundleView, build_bundle_view, bundle
 from services.api.pages.headers import page_headers, style_hash
 from services.api.pages.qr import qr_svg
 from services.api.pages.render import render_bundle
+from services.api.pages.view import build_view
 from shared.models import PassRecord, TemplateRecord
 from tests.support.records import DESIGN, pass_record, template_record
 
@@ -120,3 +121,19 @@ def test_holder_data_is_escaped() -> None:
     assert hostile not in html
     assert "&lt;script&gt;" in html
     assert "<h1>Your pass</h1>" in html
+
+
+def test_each_test_pass_of_a_bundle_wears_the_test_badge() -> None:
+    html = render_bundle(_view(_passes(3)), platform="ios", qr=None)
+    assert html.count("data-test-badge") == 3
+    live = [
+        (pass_record(_id=f"pass_{n}", mode="live"), template_record(mode="live")) for n in range(2)
+    ]
+    assert "data-test-badge" not in render_bundle(_view(live), platform="ios", qr=None)
+
+
+def test_a_bundle_shows_the_previews_it_is_given() -> None:
+    passes = _passes(2)
+    given = build_view(*passes[1])
+    view = build_bundle_view(passes, site_url=SITE, page_url=PAGE, views=[given, given])
+    assert [ticket.view for ticket in view.tickets] == [given, given]

@@ -4,6 +4,7 @@ import re
 
 import segno
 
+from services.api.pages.brand import brand_css, build_brand
 from services.api.pages.headers import page_headers, style_hash
 from services.api.pages.qr import qr_svg
 from services.api.pages.render import (
@@ -131,3 +132,57 @@ def test_qr_svg_is_segnos_code_for_the_url() -> None:
     path = re.search(r'<path stroke="#000" d="([^"]+)"', svg)
     assert path is not None
     assert path.group(1) in expected
+
+
+def test_a_test_pass_wears_a_test_badge_and_a_live_one_does_not() -> None:
+    test_html = render_landing(_view(), platform="ios", page_url=PAGE, qr=None)
+    assert test_html.count("data-test-badge") == 1
+    assert "Test pass: issued in test mode" in test_html
+    live = build_view(pass_record(mode="live"), template_record(mode="live"))
+    live_html = render_landing(live, platform="ios", page_url=PAGE, qr=None)
+    assert "data-test-badge" not in live_html
+    assert "test mode" not in live_html
+
+
+def test_every_front_slot_and_the_barcode_are_on_the_page() -> None:
+    design = {**DESIGN, "barcode": {"format": "qr", "alt_text": "Ticket 0042"}}
+    view = build_view(
+        pass_record(field_values={"seat": "C3", "gate": "4"}, barcode_message="serial-1"),
+        template_record(design=design),
+    )
+    html = render_landing(view, platform="ios", page_url=PAGE, qr=None)
+    for slot in ("header", "primary", "secondary", "auxiliary"):
+        assert f'class="pass-row pass-{slot}"' in html
+    assert 'data-field="row"' in html
+    assert '<figure class="pass-barcode" data-barcode-format="qr">' in html
+    assert 'aria-label="QR code of this pass"' in html
+    assert "<figcaption>Ticket 0042</figcaption>" in html
+
+
+def test_a_barcode_without_a_writer_shows_its_message_as_text() -> None:
+    design = {**DESIGN, "barcode": {"format": "code128"}}
+    view = build_view(pass_record(barcode_message="チケット"), template_record(design=design))
+    html = render_landing(view, platform="ios", page_url=PAGE, qr=None)
+    assert '<p class="pass-barcode-text">チケット</p>' in html
+    assert "Your wallet shows this as a Code 128." in html
+
+
+def test_the_handoff_qr_is_labelled_as_a_way_to_the_phone_not_the_ticket() -> None:
+    html = render_landing(_view(), platform="desktop", page_url=PAGE, qr=qr_svg(PAGE))
+    assert (
+        '<p class="handoff-title" id="handoff-title">Scan with your phone to add the pass</p>'
+        in (html)
+    )
+    assert "It is not your ticket" in html
+    assert "(not the ticket)" in qr_svg(PAGE)
+
+
+def test_error_pages_carry_the_templates_branding_when_given() -> None:
+    brand = build_brand(template_record(), path_prefix="/wallet")
+    for html in (render_not_found("/wallet", brand), render_expired("/wallet", brand)):
+        assert '<p class="brand-name">Acme Live</p>' in html
+        inline = re.findall(r"<style>(.*?)</style>", html, re.DOTALL)
+        assert inline == [brand_css(brand)] == [":root{--brand-bg:#12233A;--brand-fg:#FFFFFF}"]
+        # No pass data: neither holder nor field values.
+        assert "Ada" not in html
+        assert "C3" not in html

@@ -15,11 +15,54 @@ def test_main_fields_take_the_pass_value_else_the_default() -> None:
     assert view.secondary_fields == ()
 
 
-def test_only_front_fields_are_shown() -> None:
+def test_only_front_fields_are_shown_auxiliary_included() -> None:
     record = pass_record(field_values={"gate": "4", "row": "7", "terms": "secret"})
     view = build_view(record, template_record())
-    shown = {f.key for f in (*view.header_fields, *view.primary_fields, *view.secondary_fields)}
-    assert shown == {"venue", "seat", "gate"}
+    front = (
+        *view.header_fields,
+        *view.primary_fields,
+        *view.secondary_fields,
+        *view.auxiliary_fields,
+    )
+    assert {f.key for f in front} == {"venue", "seat", "gate", "row"}
+    assert [(f.key, f.label, f.value) for f in view.auxiliary_fields] == [("row", "Row", "7")]
+
+
+def test_date_fields_are_formatted_per_their_styles() -> None:
+    fields = [
+        *DESIGN["fields"],
+        {"key": "doors", "label": "Doors", "slot": "auxiliary", "time_style": "short"},
+        {
+            "key": "starts",
+            "label": "Starts",
+            "slot": "secondary",
+            "date_style": "medium",
+            "time_style": "short",
+            "default": "2031-10-08T20:00:00+02:00",
+        },
+    ]
+    template = template_record(design={**DESIGN, "fields": fields})
+    view = build_view(pass_record(field_values={"doors": "2031-10-08T19:00:00+02:00"}), template)
+    assert [(f.key, f.value) for f in view.secondary_fields] == [
+        ("starts", "Wed 8 Oct 2031, 20:00")
+    ]
+    assert ("doors", "19:00") in [(f.key, f.value) for f in view.auxiliary_fields]
+
+
+def test_test_mode_and_the_first_barcode_with_the_passs_own_message() -> None:
+    design = {**DESIGN, "barcodes": [{"format": "pdf417", "alt_text": "A-1"}, {"format": "qr"}]}
+    view = build_view(pass_record(barcode_message="serial-1"), template_record(design=design))
+    assert view.test_mode
+    assert view.barcode is not None
+    assert (view.barcode.format, view.barcode.message, view.barcode.alt_text) == (
+        "pdf417",
+        "serial-1",
+        "A-1",
+    )
+    live = build_view(pass_record(mode="live"), template_record(mode="live", design=design))
+    # No rendered message (the issuer left the barcode out): nothing to preview.
+    assert (live.test_mode, live.barcode) == (False, None)
+    assert build_view(pass_record(barcode_message="x"), template_record()).barcode is None
 
 
 def test_design_and_pass_facts() -> None:

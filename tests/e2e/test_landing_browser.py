@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import zxingcpp
 from PIL import Image, ImageDraw
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from tests.support.api import TEMPLATE_BODY, create_template
+from tests.support.api import TEMPLATE_BODY, create_template, ok
+from tests.support.inproc_api import ManualClock, running_api
 from tests.support.stack import Account, Stack
 from tests.support.user_agents import ANDROID, DESKTOP
 
@@ -177,8 +179,9 @@ def test_desktop_shows_both_buttons_and_a_qr_code_of_the_page(
     finally:
         context.close()
 
-    decoded = [code.text for code in zxingcpp.read_barcodes(Image.open(shot))]
-    assert decoded == [issued["url"]]
+    # The handoff QR opens the page; the pass's own QR (its preview) carries the serial number.
+    decoded = sorted(code.text for code in zxingcpp.read_barcodes(Image.open(shot)))
+    assert decoded == sorted([issued["url"], issued["serial_number"]])
 
 
 def test_iphone_shows_the_apple_button_and_downloads_a_signed_pkpass(
@@ -238,3 +241,157 @@ def test_android_voided_and_missing_pages_render(stack: Stack, browser: Browser)
         ]
     finally:
         context.close()
+
+
+STARTS = "2031-10-08T20:00:00+02:00"
+PREVIEW_FIELDS = [
+    {"key": "date", "label": "Date", "slot": "header", "date_style": "short", "default": STARTS},
+    {"key": "seat", "label": "Seat", "slot": "primary", "default": "GA"},
+    {
+        "key": "starts",
+        "label": "Starts",
+        "slot": "secondary",
+        "date_style": "medium",
+        "time_style": "short",
+        "default": STARTS,
+    },
+    {"key": "gate", "label": "Gate", "slot": "secondary", "default": "B"},
+    {"key": "row", "label": "Row", "slot": "auxiliary", "default": "12"},
+    {"key": "doors", "label": "Doors", "slot": "auxiliary", "time_style": "short"},
+]
+
+
+def _issue_preview(stack: Stack, barcode_format: str) -> dict[str, Any]:
+    design = {
+        **TEMPLATE_BODY["design"],
+        "colors": {"background": "#1B2A4A", "foreground": "#FFFFFF", "label": "#F6C177"},
+        "images": {"logo": {"x1": _logo(1), "x3": _logo(3)}},
+        "fields": PREVIEW_FIELDS,
+        "barcode": {"format": barcode_format, "message": "{serial_number}", "alt_text": "Gate B"},
+    }
+    with stack.client(headers=stack.new_account().headers()) as client:
+        template = create_template(client, TEMPLATE_BODY, design=design)
+        response = client.post(
+            "/v1/passes",
+            json={
+                "template_id": template["id"],
+                "holder_name": "Ada Lovelace",
+                "field_values": {"seat": "C3", "doors": "2031-10-08T19:00:00+02:00"},
+            },
+        )
+    assert response.status_code == 200, response.text
+    issued: dict[str, Any] = response.json()
+    return issued
+
+
+def _check_preview(page: Page, barcode_format: str) -> None:
+    """What acceptance 8 asks of the page, read from the DOM Chromium rendered."""
+    card = page.locator(".pass")
+    for slot, keys in (
+        ("header", ["date"]),
+        ("primary", ["seat"]),
+        ("secondary", ["starts", "gate"]),
+        ("auxiliary", ["row", "doors"]),
+    ):
+        row = card.locator(f".pass-{slot}")
+        assert row.is_visible(), slot
+        assert row.locator("[data-field]").evaluate_all("els => els.map(e => e.dataset.field)") == (
+            keys
+        )
+    assert card.locator('[data-field="date"] dd').inner_text() == "8 Oct 2031"
+    assert card.locator('[data-field="starts"] dd').inner_text() == "Wed 8 Oct 2031, 20:00"
+    assert card.locator('[data-field="doors"] dd').inner_text() == "19:00"
+    assert "2031-10-08T" not in page.locator("body").inner_text()
+    badge = card.locator("[data-test-badge]")
+    assert badge.is_visible()
+    assert badge.inner_text().strip().upper() == "TEST"
+    barcode = card.locator(f'.pass-barcode[data-barcode-format="{barcode_format}"] svg')
+    assert barcode.is_visible()
+    box = barcode.bounding_box()
+    assert box is not None
+    assert box["width"] >= 100
+    assert card.locator(".pass-barcode figcaption").inner_text() == "Gate B"
+
+
+def test_desktop_preview_shows_every_slot_dates_a_pdf417_and_the_test_badge(
+    stack: Stack, browser: Browser
+) -> None:
+    issued = _issue_preview(stack, "pdf417")
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, device_scale_factor=2, user_agent=DESKTOP
+    )
+    try:
+        page, problems = _open(context, issued["url"], stack)
+        _check_preview(page, "pdf417")
+        handoff = page.locator(".handoff")
+        assert handoff.locator(".handoff-title").inner_text() == (
+            "Scan with your phone to add the pass"
+        )
+        assert "not your ticket" in handoff.locator("figcaption").inner_text()
+        shot = _screenshot(page, "landing-preview-desktop.png")
+        assert problems == []
+    finally:
+        context.close()
+    # Both codes as drawn: the handoff QR opens the page, the PDF417 is the pass's own.
+    found = {(str(code.format), code.text) for code in zxingcpp.read_barcodes(Image.open(shot))}
+    assert found == {
+        (str(zxingcpp.BarcodeFormat.QRCode), issued["url"]),
+        (str(zxingcpp.BarcodeFormat.PDF417), issued["serial_number"]),
+    }
+
+
+def test_iphone_preview_shows_an_aztec_code_that_scans(
+    stack: Stack, browser: Browser, iphone: dict[str, Any]
+) -> None:
+    issued = _issue_preview(stack, "aztec")
+    context = browser.new_context(**iphone)
+    try:
+        page, problems = _open(context, issued["url"], stack)
+        _check_preview(page, "aztec")
+        assert page.locator(".handoff").count() == 0
+        assert page.get_by_role("note").inner_text().startswith("Test pass")
+        shot = _screenshot(page, "landing-preview-iphone.png")
+        assert problems == []
+    finally:
+        context.close()
+    found = [(code.format, code.text) for code in zxingcpp.read_barcodes(Image.open(shot))]
+    assert found == [(zxingcpp.BarcodeFormat.Aztec, issued["serial_number"])]
+
+
+def test_an_expired_link_page_carries_the_templates_branding(
+    stack: Stack, browser: Browser
+) -> None:
+    # The api in this process, on a clock the test moves: the link expires without waiting.
+    with running_api(stack, ManualClock()) as api:
+        account = stack.new_account()
+        client = httpx2.Client(base_url=api.base_url, headers=account.headers(), timeout=30)
+        design = {
+            **TEMPLATE_BODY["design"],
+            "colors": {"background": "#1B2A4A", "foreground": "#FFFFFF", "label": "#F6C177"},
+            "images": {"logo": {"x1": _logo(1), "x3": _logo(3)}},
+        }
+        template = create_template(client, TEMPLATE_BODY, design=design)
+        issued = ok(
+            client.post(
+                "/v1/passes", json={"template_id": template["id"], "holder_name": "Ada Lovelace"}
+            )
+        )
+        link = ok(client.post(f"/v1/passes/{issued['id']}/download-links", json={"expires_in": 60}))
+        api.clock.advance(61)
+        context = browser.new_context(viewport={"width": 412, "height": 915}, user_agent=ANDROID)
+        try:
+            page = context.new_page()
+            response = page.goto(link["url"])
+            assert response is not None
+            assert response.status == 410
+            brand = page.locator("[data-brand]")
+            assert brand.locator(".brand-name").inner_text() == "Acme Live"
+            background = brand.evaluate("el => getComputedStyle(el).backgroundColor")
+            assert background == "rgb(27, 42, 74)"
+            assert brand.locator(".brand-logo").evaluate("img => img.naturalWidth") == 150
+            assert page.get_by_role("heading", name="This link has expired").is_visible()
+            assert "Ada Lovelace" not in page.locator("body").inner_text()
+            _screenshot(page, "landing-expired-branded.png")
+        finally:
+            context.close()
+            client.close()

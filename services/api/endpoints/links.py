@@ -28,8 +28,8 @@ Answer = Callable[[PassRecord, TemplateRecord], Awaitable[Response]]
 async def _through_link(ctx: ApiContext, token: str, answer: Answer) -> Response:
     try:
         found = await linked_pass(ctx, token)
-    except LinkExpired:
-        return expired_response(ctx)
+    except LinkExpired as expired:
+        return expired_response(ctx, expired.template)
     if found is None:
         return not_found_response(ctx)
     return await answer(*found)

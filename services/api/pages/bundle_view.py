@@ -44,14 +44,17 @@ def build_bundle_view(
     site_url: str,
     page_url: str,
     path_prefix: str = "",
+    views: Sequence[PassView] | None = None,
 ) -> BundleView:
-    """`passes` in the bundle's order (at least one); each pass's buttons use its permanent URLs."""
+    """`passes` in the bundle's order (at least one); each pass's buttons use its permanent URLs.
+    `views`: their previews when the caller made them (responses.preview), else built here."""
     tickets = []
-    for record, template in passes:
+    for index, (record, template) in enumerate(passes):
         pass_page = f"{site_url}/p/{record.short_id}"
+        view = views[index] if views is not None else None
         tickets.append(
             TicketView(
-                view=build_view(record, template, path_prefix=path_prefix),
+                view=view or build_view(record, template, path_prefix=path_prefix),
                 apple_url=f"{pass_page}/pass.pkpass",
                 google_url=f"{pass_page}/google",
             )

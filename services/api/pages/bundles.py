@@ -26,7 +26,7 @@ from services.api.pages.pkpasses import PKPASSES_TYPE, fitting, pkpasses_zip
 from services.api.pages.platform import detect_platform, is_bot
 from services.api.pages.qr import qr_svg
 from services.api.pages.render import render_bundle
-from services.api.pages.responses import not_found_response
+from services.api.pages.responses import not_found_response, preview
 from services.api.pages.view import site_path
 from shared.design import Design
 from shared.ids import has_prefix
@@ -64,11 +64,16 @@ async def bundle_page_response(
 ) -> Response:
     site = ctx.settings.site_url
     platform = detect_platform(request.headers.get("user-agent"))
+    prefix = site_path(site)
+    previews = [
+        await preview(ctx, record, template, path_prefix=prefix) for record, template in passes
+    ]
     view = build_bundle_view(
         passes,
         site_url=site,
         page_url=f"{site}/b/{bundle.id}",
-        path_prefix=site_path(site),
+        path_prefix=prefix,
+        views=previews,
     )
     qr = qr_svg(view.page_url) if platform == "desktop" and view.addable else None
     html = render_bundle(view, platform=platform, qr=qr, path_prefix=site_path(site))

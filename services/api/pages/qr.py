@@ -7,7 +7,7 @@ phone camera reads it; the size comes from CSS (the SVG has only a viewBox).
 import segno
 from markupsafe import escape
 
-QR_TITLE = "QR code that opens this page on your phone"
+QR_TITLE = "Scan with your phone to open this page there and add the pass (not the ticket)"
 
 
 def qr_svg(url: str, *, title: str = QR_TITLE) -> str:

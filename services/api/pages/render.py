@@ -6,11 +6,13 @@ template, so holder names and field values can never become markup.
 
 import functools
 import hashlib
+from collections.abc import Callable
 from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from services.api.pages.brand import Brand, brand_css
 from services.api.pages.bundle_view import BundleView, bundle_css
 from services.api.pages.platform import Platform
 from services.api.pages.scanner import ScannerUrls
@@ -78,12 +80,21 @@ def render_bundle(
     )
 
 
-def render_not_found(path_prefix: str = "") -> str:
-    return _render("not_found.html", path_prefix)
+MessageRenderer = Callable[[str, Brand | None], str]
 
 
-def render_expired(path_prefix: str = "") -> str:
-    return _render("expired.html", path_prefix)
+def render_not_found(path_prefix: str = "", brand: Brand | None = None) -> str:
+    return _render_message("not_found.html", path_prefix, brand)
+
+
+def render_expired(path_prefix: str = "", brand: Brand | None = None) -> str:
+    return _render_message("expired.html", path_prefix, brand)
+
+
+def _render_message(name: str, path_prefix: str, brand: Brand | None) -> str:
+    """A page without pass data; with `brand`, in the template's name, logo and colors."""
+    css = Markup(brand_css(brand)) if brand is not None else None  # noqa: S704  # checked colours
+    return _render(name, path_prefix, brand=brand, brand_css=css)
 
 
 def render_scanner(urls: ScannerUrls) -> str:

@@ -31,7 +31,14 @@ async def permanent_pass(
 
 
 class LinkExpired(Exception):
-    """The token names a link whose expires_at has passed (410, "ask for a fresh link")."""
+    """The token names a link whose expires_at has passed (410, "ask for a fresh link").
+
+    `template`: the template of the link's pass, so the page carries its branding (None when
+    the pass or template is gone)."""
+
+    def __init__(self, template: TemplateRecord | None = None):
+        super().__init__("download link expired")
+        self.template = template
 
 
 async def linked_pass(ctx: ApiContext, token: str) -> tuple[PassRecord, TemplateRecord] | None:
@@ -43,10 +50,10 @@ async def linked_pass(ctx: ApiContext, token: str) -> tuple[PassRecord, Template
     link = await ctx.issuer.download_link(hashlib.sha256(token.encode()).hexdigest())
     if link is None:
         return None
-    if ctx.clock.now() >= link.expires_at:
-        raise LinkExpired
     record = await ctx.issuer.pass_by_id(link.pass_id)
     template = None if record is None else await ctx.issuer.template_by_id(record.template_id)
+    if ctx.clock.now() >= link.expires_at:
+        raise LinkExpired(template)
     if record is None or template is None:
         return None
     return record, template

@@ -16,11 +16,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.background import BackgroundTask
 
 from services.api.deps import ApiContext
+from services.api.pages.brand import brand_css, build_brand
+from services.api.pages.filed_view import build_filed_view, is_behind, pass_json_of
 from services.api.pages.headers import download_headers, page_headers
 from services.api.pages.platform import detect_platform, is_bot
 from services.api.pages.qr import qr_svg
-from services.api.pages.render import render_expired, render_landing, render_not_found
-from services.api.pages.view import build_view, pass_css, site_path
+from services.api.pages.render import (
+    MessageRenderer,
+    render_expired,
+    render_landing,
+    render_not_found,
+)
+from services.api.pages.view import PassView, build_view, pass_css, site_path
 from shared.design import Design
 from shared.http_date import dated
 from shared.messages import PassEventType
@@ -39,7 +46,7 @@ async def landing_response(
     """The landing page; `base_url` is its own URL: `{site}/p/{short_id}` or `{site}/l/{token}`."""
     platform = detect_platform(request.headers.get("user-agent"))
     prefix = site_path(ctx.settings.site_url)
-    view = build_view(record, template, path_prefix=prefix)
+    view = await preview(ctx, record, template, path_prefix=prefix)
     qr = qr_svg(base_url) if platform == "desktop" and not view.voided else None
     html = render_landing(view, platform=platform, page_url=base_url, qr=qr, path_prefix=prefix)
     return HTMLResponse(
@@ -49,13 +56,26 @@ async def landing_response(
     )
 
 
+async def preview(
+    ctx: ApiContext, record: PassRecord, template: TemplateRecord, *, path_prefix: str = ""
+) -> PassView:
+    """The pass as its page previews it: from the template's design, or from the pass file
+    while a design change has not reached this pass yet (filed_view.py)."""
+    if is_behind(record, template):
+        stored = await ctx.issuer.pass_file(record.id)
+        pass_json = None if stored is None else pass_json_of(stored.data)
+        if pass_json is not None:
+            return build_filed_view(record, template, pass_json, path_prefix=path_prefix)
+    return build_view(record, template, path_prefix=path_prefix)
+
+
 async def pkpass_response(
     ctx: ApiContext, request: Request, record: PassRecord, template: TemplateRecord
 ) -> Response:
     """The signed .pkpass, revalidated by ETag / Last-Modified (a 304 records nothing)."""
     stored = await ctx.issuer.pass_file(record.id)
     if stored is None:
-        return not_found_response(ctx)
+        return not_found_response(ctx, template)
     headers = download_headers("no-cache") | {
         "ETag": f'"{record.id}.{stored.version}"',
         # Date and Last-Modified as the wallet web service sends them: never later than Date.
@@ -77,7 +97,7 @@ async def pkpass_response(
 async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord) -> Response:
     """302 to the pass's Google Wallet save link, recording the add intent on the way."""
     if record.google_save_url is None:
-        return not_found_response(ctx)
+        return not_found_response(ctx, await ctx.issuer.template_by_id(record.template_id))
     return RedirectResponse(
         record.google_save_url,
         status_code=302,
@@ -86,16 +106,27 @@ async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord)
     )
 
 
-def not_found_response(ctx: ApiContext) -> HTMLResponse:
-    """404 page for an unknown or hidden pass; it shows no pass data."""
-    html = render_not_found(site_path(ctx.settings.site_url))
-    return HTMLResponse(html, status_code=404, headers=page_headers())
+def not_found_response(ctx: ApiContext, template: TemplateRecord | None = None) -> HTMLResponse:
+    """404 page; it shows no pass data. `template`: a pass the caller may show is known (its
+    file or Google link is missing), so the page carries that template's branding. Never pass
+    it for a hidden pass (require_download_link): its 404 must look like an unknown one's."""
+    return _message_page(ctx, render_not_found, 404, template)
 
 
-def expired_response(ctx: ApiContext) -> HTMLResponse:
-    """410 page for an expired download link: ask for a fresh one; it shows no pass data."""
-    html = render_expired(site_path(ctx.settings.site_url))
-    return HTMLResponse(html, status_code=410, headers=page_headers())
+def expired_response(ctx: ApiContext, template: TemplateRecord | None = None) -> HTMLResponse:
+    """410 page for an expired download link: ask for a fresh one; it shows no pass data but
+    the branding of the link's template (the link itself was genuine)."""
+    return _message_page(ctx, render_expired, 410, template)
+
+
+def _message_page(
+    ctx: ApiContext, render: MessageRenderer, status: int, template: TemplateRecord | None
+) -> HTMLResponse:
+    prefix = site_path(ctx.settings.site_url)
+    brand = None if template is None else build_brand(template, path_prefix=prefix)
+    html = render(prefix, brand)
+    styles = () if brand is None else (brand_css(brand),)
+    return HTMLResponse(html, status_code=status, headers=page_headers(*styles))
 
 
 def _event(

@@ -1,17 +1,22 @@
 """What the landing page shows of a pass: a preview in the template's colors, nothing more.
 
-Only the fields the front of a pass shows (header, primary, secondary), each with the pass's
-value or the template's default; back fields, holder email and metadata stay private.
+Only the fields the front of a pass shows (header, primary, secondary, auxiliary), each with the
+pass's value or the template's default (a date field formatted, dates.py), and its first
+barcode (barcodes.py); back fields, holder email and metadata stay private. A test-mode pass
+says so (`test_mode`). While a design change has not reached the pass yet, the preview comes
+from the pass file instead (filed_view.py), so page and file never disagree.
 """
 
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from services.api.pages.barcodes import BarcodePreview, barcode_preview
+from services.api.pages.dates import format_date_value
 from shared.design import Design
 from shared.models import PassRecord, TemplateRecord
 
-MAIN_SLOTS = ("header", "primary", "secondary")
+MAIN_SLOTS = ("header", "primary", "secondary", "auxiliary")
 _HEX = re.compile(r"#[0-9A-Fa-f]{6}")
 
 
@@ -34,9 +39,12 @@ class PassView:
     header_fields: tuple[FieldView, ...]
     primary_fields: tuple[FieldView, ...]
     secondary_fields: tuple[FieldView, ...]
+    auxiliary_fields: tuple[FieldView, ...]
     holder_name: str | None
     voided: bool
     has_google: bool
+    test_mode: bool = False
+    barcode: BarcodePreview | None = None
 
     @property
     def title(self) -> str:
@@ -55,26 +63,50 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
         if field.slot not in slots:
             continue
         value = record.field_values.get(field.key, field.default)
-        if value:
-            slots[field.slot].append(FieldView(field.key, field.label, value))
-    # An archived template's logo answers 404 (endpoints/images.py): no broken image.
-    logo = design.images.logo is not None and not template.archived
+        if not value:
+            continue
+        if field.date_style is not None or field.time_style is not None:
+            value = format_date_value(value, field.date_style, field.time_style)
+        slots[field.slot].append(FieldView(field.key, field.label, value))
     return PassView(
         organization=design.organization_name,
         description=design.description,
         logo_text=design.logo_text,
-        logo_url=f"{path_prefix}/t/{template.id}/logo.png" if logo else None,
+        logo_url=logo_url(template, design, path_prefix),
         background=design.colors.background,
         foreground=design.colors.foreground,
         label_color=design.colors.label,
         header_fields=tuple(slots["header"]),
         primary_fields=tuple(slots["primary"]),
         secondary_fields=tuple(slots["secondary"]),
+        auxiliary_fields=tuple(slots["auxiliary"]),
         holder_name=record.holder_name or None,
         voided=record.voided,
-        # While Google refuses the object (retried), its save link would only show an error.
-        has_google=record.google_save_url is not None and record.google_status != "failing",
+        has_google=has_google(record),
+        test_mode=record.mode == "test",
+        barcode=first_barcode(record, design),
     )
+
+
+def logo_url(template: TemplateRecord, design: Design, path_prefix: str) -> str | None:
+    # An archived template's logo answers 404 (endpoints/images.py): no broken image.
+    if design.images.logo is None or template.archived:
+        return None
+    return f"{path_prefix}/t/{template.id}/logo.png"
+
+
+def has_google(record: PassRecord) -> bool:
+    # While Google refuses the object (retried), its save link would only show an error.
+    return record.google_save_url is not None and record.google_status != "failing"
+
+
+def first_barcode(record: PassRecord, design: Design) -> BarcodePreview | None:
+    """The design's first barcode with the message the issuer rendered for this pass (what a
+    scan looks up); none when the pass has no message (e.g. its placeholder field is empty)."""
+    codes = design.barcode_list()
+    if not codes or not record.barcode_message:
+        return None
+    return barcode_preview(codes[0].format, record.barcode_message, codes[0].alt_text)
 
 
 def pass_css(view: PassView, selector: str = ":root") -> str:
@@ -84,11 +116,11 @@ def pass_css(view: PassView, selector: str = ":root") -> str:
     Built only from #RRGGBB values (checked again here, so it is safe to emit unescaped); its
     SHA-256 goes into the Content-Security-Policy (headers.py), so it is emitted byte for byte.
     """
-    background = _color(view.background, "#FFFFFF")
-    foreground = _color(view.foreground, "#000000")
-    label = _color(view.label_color, "#333333")
+    background = safe_color(view.background, "#FFFFFF")
+    foreground = safe_color(view.foreground, "#000000")
+    label = safe_color(view.label_color, "#333333")
     return f"{selector}{{--pass-bg:{background};--pass-fg:{foreground};--pass-label:{label}}}"
 
 
-def _color(value: str, fallback: str) -> str:
+def safe_color(value: str, fallback: str) -> str:
     return value if _HEX.fullmatch(value) else fallback
