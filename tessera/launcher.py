@@ -8,6 +8,8 @@ on a port of its own (`tessera.processes.Replica`), as docs/scaling.md describes
 A service process that dies is restarted on its own (at most MAX_RESTARTS times in
 RESTART_WINDOW seconds, then the stack stops); if nats-server or secantusd-py dies, the stack
 stops. SIGINT/SIGTERM stop every child within 10 seconds and remove ready.json.
+Before any of that it locks DIR (tessera/datalock.py): a second `tessera up` on the same
+directory fails at once and touches nothing.
 """
 
 import asyncio
@@ -20,8 +22,13 @@ from pathlib import Path
 from types import FrameType
 
 from cryptography.fernet import Fernet
+from dotenv import dotenv_values
+from rich.console import Console
 
+from shared.settings import env_file
+from tessera.datalock import DataDirBusy, lock_data_dir
 from tessera.devaccount import ensure_dev_account
+from tessera.logstream import LogStream
 from tessera.processes import (
     PORT_OFFSETS,
     SERVICES,
@@ -99,9 +106,21 @@ def _replicas(host: str, port: int, count: int) -> list[Replica]:
     return replicas
 
 
-def up(data_dir: Path, host: str, port: int, replicas: int = 1) -> int:
+def up(data_dir: Path, host: str, port: int, replicas: int = 1, *, stream_logs: bool = True) -> int:
+    shown = data_dir
     data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = lock_data_dir(data_dir, shown)
+    except DataDirBusy as busy:
+        _say(str(busy))
+        return 1
+    try:
+        return _up(data_dir, host, port, replicas, stream_logs)
+    finally:
+        os.close(lock)
+
+
+def _up(data_dir: Path, host: str, port: int, replicas: int, stream_logs: bool) -> int:
     ready_file = data_dir / "ready.json"
     ready_file.unlink(missing_ok=True)
     logs = data_dir / "logs"
@@ -144,6 +163,8 @@ def up(data_dir: Path, host: str, port: int, replicas: int = 1) -> int:
             Child(r.name, service_argv(r.service), stack_env | r.env(), logs / f"{r.name}.log")
             for r in members
         ]
+        # From the files' current ends: the terminal shows this run, not the previous ones.
+        stream = LogStream([child.log_path for child in services], Console(highlight=False))
         for child in services:
             child.start()
         for member, child in zip(members, services, strict=True):
@@ -157,8 +178,16 @@ def up(data_dir: Path, host: str, port: int, replicas: int = 1) -> int:
             "mongodb_url": mongo_url,
         }
         ready_file.write_text(json.dumps(ready, indent=2) + "\n")
-        _banner(ready, account, data_dir, members, port, _private_webhooks(stack_env))
-        return _supervise(infra, services)
+        _banner(
+            ready,
+            account,
+            data_dir,
+            members,
+            port,
+            _private_webhooks(stack_env),
+            admin_api=_admin_api_on(stack_env),
+        )
+        return _supervise(infra, services, stream if stream_logs else None)
     except Stop as stop:
         _say(f"{stop} received; stopping")
         return 0
@@ -175,10 +204,12 @@ def up(data_dir: Path, host: str, port: int, replicas: int = 1) -> int:
         _say("stopped")
 
 
-def _supervise(infra: list[Child], services: list[Child]) -> int:
+def _supervise(infra: list[Child], services: list[Child], stream: LogStream | None) -> int:
     restarts: dict[str, list[float]] = {child.name: [] for child in services}
     while True:
         time.sleep(0.5)
+        if stream is not None:
+            stream.pump()
         for child in infra:
             if not child.alive():
                 _say(f"{child.name} exited unexpectedly (see {child.log_path}); stopping the stack")
@@ -195,6 +226,16 @@ def _supervise(infra: list[Child], services: list[Child]) -> int:
             _say(f"{child.name} exited with code {code}; restarting it (see {child.log_path})")
             restarts[child.name] = [*recent, now]
             child.start()
+
+
+def _admin_api_on(env: dict[str, str]) -> bool:
+    """Whether the api serves /admin: TESSERA_ADMIN_TOKEN from the environment, else from the
+    .env file the services read (shared/settings.py); an empty value counts as unset there too."""
+    path = env_file()
+    token = env.get("TESSERA_ADMIN_TOKEN") or (
+        path and dotenv_values(path).get("TESSERA_ADMIN_TOKEN")
+    )
+    return bool(token)
 
 
 def _private_webhooks(env: dict[str, str]) -> bool:
@@ -222,16 +263,27 @@ def _banner(
     members: list[Replica],
     port: int,
     private_webhooks: bool,
+    *,
+    admin_api: bool = False,
 ) -> None:
+    # The site's root has no page: pass pages live at {site_url}/p/<id> (each pass's page_url),
+    # so the banner links the one page that exists without a pass, the staff scanner.
     lines = [
         "",
         "Tessera is up.",
         f"  API            {ready['base_url']}   (docs: {ready['base_url']}/docs)",
-        f"  Pass pages     {ready['site_url']}",
+        f"  Pass pages     {ready['site_url']}/p/<id>   (each pass's page_url)",
+        f"  Scanner page   {ready['site_url']}/scan",
         f"  Wallet service {ready['wallet_url']}",
         f"  NATS           {ready['nats_url']}",
         f"  MongoDB        {ready['mongodb_url']}",
-        f"  Data and logs  {data_dir}",
+        f"  Data           {data_dir}",
+        f"  Logs           {data_dir / 'logs'}/*.log   (JSON, one file per process)",
+        (
+            f"  Operator API   {ready['base_url']}/admin/v1"
+            if admin_api
+            else "  Operator API   off: set TESSERA_ADMIN_TOKEN"
+        ),
         *_replica_lines(members, port),
         "",
         f"  Development account {account['account_id']} (plan: free)",
@@ -239,7 +291,7 @@ def _banner(
         "",
         "  export TESSERA_KEY=" + account["test_key"],
         *_webhook_target_lines(private_webhooks),
-        "Press Ctrl+C to stop.",
+        "Requests and warnings follow below (--no-logs turns this off). Press Ctrl+C to stop.",
         "",
     ]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -9,6 +9,7 @@ letters), takes `own_stack` as its `stack`. A default stack's events service pus
 APNs (`fake_apns`), never to Apple.
 """
 
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -24,6 +25,10 @@ from tests.support.servers import (
     embedded_nats,
 )
 from tests.support.stack import Stack
+
+# A developer's .env (read by the services' settings, shared/settings.py) must not change what a
+# test sees: no dotenv file, in this process and in every stack it starts.
+os.environ["TESSERA_ENV_FILE"] = ""
 
 
 def _nats(work_dir: Path) -> AbstractContextManager[str]:

@@ -36,7 +36,11 @@ def _requirements(*extras: str) -> list[Requirement]:
 
 @pytest.mark.parametrize(
     ("lock", "extras"),
-    [("requirements.txt", ()), ("requirements-dev.txt", ("embedded", "dev"))],
+    [
+        ("requirements.txt", ()),
+        ("requirements-run.txt", ("embedded",)),
+        ("requirements-dev.txt", ("embedded", "dev")),
+    ],
 )
 def test_every_dependency_is_pinned_within_its_range(lock: str, extras: tuple[str, ...]) -> None:
     pins = _pins(lock)
@@ -48,7 +52,8 @@ def test_every_dependency_is_pinned_within_its_range(lock: str, extras: tuple[st
         )
 
 
-def test_runtime_pins_agree_with_the_dev_lock() -> None:
-    """The image runs the versions the tests ran."""
-    runtime, dev = _pins("requirements.txt"), _pins("requirements-dev.txt")
+@pytest.mark.parametrize("lock", ["requirements.txt", "requirements-run.txt"])
+def test_runtime_pins_agree_with_the_dev_lock(lock: str) -> None:
+    """The image and `make run` run the versions the tests ran."""
+    runtime, dev = _pins(lock), _pins("requirements-dev.txt")
     assert {name: dev.get(name) for name in runtime} == runtime

@@ -11,6 +11,7 @@ from services.api.config import ApiSettings
 from services.api.deps import ApiContext
 from services.api.endpoints import (
     admin,
+    admin_off,
     bundle_pages,
     device_logs,
     download_links,
@@ -130,4 +131,6 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         # Without a token the operator API does not exist at all: 404, not in /openapi.json.
         app.include_router(admin.router)
         app.include_router(device_logs.router)
+    else:
+        app.include_router(admin_off.router)
     return app

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tessera.launcher import _banner, _private_webhooks
+from tessera.launcher import _admin_api_on, _banner, _private_webhooks
 from tessera.processes import PORT_OFFSETS, SERVICES, free_port_block, ports_needed, replicas_of
 from tests.support.api import TEMPLATE_BODY
 from tests.support.polling import poll
@@ -22,7 +22,12 @@ READY_KEYS = {"base_url", "site_url", "wallet_url", "nats_url", "mongodb_url"}
 
 
 def _start(data_dir: Path, port: int, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
+    # TESSERA_ENV_FILE stays: the suite's "no .env" (tests/conftest.py).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TESSERA_") or k == "TESSERA_ENV_FILE"
+    }
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tessera.cli", "up", "--data-dir", str(data_dir),
@@ -72,6 +77,49 @@ def _ready(port: int) -> bool:
         return False
 
 
+def _second_start_is_refused(data_dir: Path, port: int, log: Path) -> None:
+    """A second `tessera up` on the data dir of a running stack fails at once, touching nothing:
+    the first stack's ready.json and processes stay as they were (issue 16, acceptance 1)."""
+    ready = data_dir / "ready.json"
+    before = (ready.read_bytes(), ready.stat().st_mtime_ns)
+    api_pid = _pid_of("api", port)
+    started = time.monotonic()
+    second = _start(data_dir, free_port_block(len(PORT_OFFSETS)), log)
+    try:
+        second.wait(timeout=5)
+    finally:
+        if second.poll() is None:
+            second.kill()
+    elapsed = time.monotonic() - started
+    out = log.read_text()
+    assert second.returncode == 1, out
+    assert elapsed < 5, elapsed
+    assert re.search(
+        rf"a Tessera stack \(pid \d+\) already runs on {re.escape(str(data_dir))}; "
+        "stop it or use --data-dir",
+        out,
+    ), out
+    assert "could not start" not in out
+    assert (ready.read_bytes(), ready.stat().st_mtime_ns) == before
+    assert _pid_of("api", port) == api_pid
+    assert _ready(port)
+
+
+def _banner_links_answer(banner: str, ready: dict[str, str], data_dir: Path) -> None:
+    """The banner's page link is a page, and it says where the logs are and why /admin 404s."""
+    scanner = re.search(r"Scanner page\s+(\S+)", banner)
+    assert scanner is not None, banner
+    page = httpx2.get(scanner.group(1))
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert f"{ready['site_url']}/p/<id>" in banner
+    assert f"{data_dir.resolve() / 'logs'}/*.log" in banner
+    assert "Operator API   off: set TESSERA_ADMIN_TOKEN" in banner
+    admin = httpx2.get(f"{ready['base_url']}/admin/v1/accounts")
+    assert admin.status_code == 404
+    assert "set TESSERA_ADMIN_TOKEN" in admin.json()["error"]["message"]
+
+
 def test_up_runs_restarts_stops_and_keeps_data(tmp_path: Path) -> None:
     data_dir, log = tmp_path / "data", tmp_path / "up.log"
     port = free_port_block(len(PORT_OFFSETS))
@@ -83,10 +131,15 @@ def test_up_runs_restarts_stops_and_keeps_data(tmp_path: Path) -> None:
         assert ready["wallet_url"] == f"http://127.0.0.1:{port + PORT_OFFSETS['events']}"
         key = re.search(r"Test API key:\s+(svc_test_\S+)", log.read_text())
         assert key is not None, log.read_text()
+        _second_start_is_refused(data_dir, port, tmp_path / "second.log")
+        _banner_links_answer(log.read_text(), ready, data_dir)
         headers = {"Authorization": f"Bearer {key.group(1)}"}
         with httpx2.Client(base_url=ready["base_url"], headers=headers, timeout=30) as client:
             created = client.post("/v1/templates", json=TEMPLATE_BODY)
             assert created.status_code == 200, created.text
+            # The terminal shows a readable line per request; the file keeps the JSON.
+            poll(lambda: re.search(r" api +POST /v1/templates -> 200 ", log.read_text()), bool)
+            assert '"msg": "POST /v1/templates -> 200' in (data_dir / "logs/api.log").read_text()
 
             # A service that dies is restarted by the launcher, and says so.
             issuer_port = port + PORT_OFFSETS["issuer"]
@@ -169,3 +222,18 @@ def test_the_banner_tells_the_webhook_target_rule_in_force(
     account = {"account_id": "acct_x", "test_key": "svc_test_x"}
     _banner(ready, account, Path("/tmp/x"), [], 8000, _private_webhooks(env))
     assert claim in capsys.readouterr().out
+
+
+def test_the_banner_reads_the_admin_token_where_the_api_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TESSERA_ENV_FILE", raising=False)
+    assert not _admin_api_on({})
+    (tmp_path / ".env").write_text("TESSERA_ADMIN_TOKEN=\n")
+    assert not _admin_api_on({})
+    (tmp_path / ".env").write_text("TESSERA_ADMIN_TOKEN=" + "t" * 40 + "\n")
+    assert _admin_api_on({})
+    monkeypatch.setenv("TESSERA_ENV_FILE", "")
+    assert not _admin_api_on({})
+    assert _admin_api_on({"TESSERA_ADMIN_TOKEN": "t" * 40})
