@@ -54,6 +54,20 @@ def account_object(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def api_key_object(doc: dict[str, Any]) -> dict[str, Any]:
+    """A key as the operator API lists it: never the key nor its hash."""
+    revoked_at = doc.get("revoked_at")
+    return {
+        "id": doc["_id"],
+        "object": "api_key",
+        "account_id": doc["account_id"],
+        "mode": doc["mode"],
+        "created_at": iso(doc["created_at"]),
+        "revoked": revoked_at is not None,
+        "revoked_at": None if revoked_at is None else iso(revoked_at),
+    }
+
+
 async def create_key(
     repo: ApiRepository, clock: Clock, account_id: str, mode: Mode
 ) -> dict[str, Any]:

@@ -9,12 +9,13 @@ their units in blocks (services/api/leases.py).
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from shared.mongo import Database, Document, unjournaled
 from shared.outbox import Outbox
+from shared.pagination import Page, PageRequest, fetch_page
 
 
 class ApiRepository:
@@ -29,10 +30,18 @@ class ApiRepository:
 
     async def ensure_indexes(self) -> None:
         await self._keys.create_index("hash", unique=True)
-        await self._keys.create_index([("account_id", ASCENDING)])
+        await self._keys.create_index([("account_id", ASCENDING), ("_id", DESCENDING)])
         await self._idempotency.create_index("expires_at", expireAfterSeconds=0)
         await self._rate_windows.create_index("expires_at", expireAfterSeconds=0)
         await self._usage.create_index("expires_at", expireAfterSeconds=0)
+
+    async def accounts_page(self, page: PageRequest) -> Page[Document]:
+        """Accounts, newest first (the operator API's list)."""
+        return await fetch_page(self._accounts, {}, page, dict)
+
+    async def keys_page(self, account_id: str, page: PageRequest) -> Page[Document]:
+        """An account's API keys, revoked ones too, newest first."""
+        return await fetch_page(self._keys, {"account_id": account_id}, page, dict)
 
     async def insert_account(self, doc: Document) -> None:
         await self._accounts.insert_one(doc)

@@ -7,7 +7,7 @@ the key or the account (services/api/principals.py): the next request is judged 
 """
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -15,12 +15,13 @@ from pydantic import BaseModel, RootModel
 
 from services.api import accounts, openapi
 from services.api.deps import AdminDep, ApiContext, ContextDep, IdempotencyKey
-from services.api.endpoints.common import idempotent_response
+from services.api.endpoints.common import idempotent_response, paging
 from services.api.idempotency import OPERATOR
 from services.api.schemas import AccountCreate, AccountUpdate, ApiKeyCreate
 from shared.clock import iso
 from shared.errors import not_found
 from shared.ids import has_prefix
+from shared.pagination import PageRequest
 
 REDACTED = "[redacted]"
 router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[AdminDep])
@@ -80,6 +81,30 @@ async def create_account(
         201,
         lambda: accounts.create_account(ctx.repo, ctx.clock, body.name, body.plan),
     )
+
+
+@router.get("/accounts", summary="List accounts, newest first")
+async def list_accounts(
+    ctx: ContextDep, page: Annotated[PageRequest, paging("account", 50, 100)]
+) -> JSONResponse:
+    result = await ctx.repo.accounts_page(page)
+    data = [accounts.account_object(doc) for doc in result.items]
+    return JSONResponse({"object": "list", "data": data, "has_more": result.has_more})
+
+
+@router.get(
+    "/accounts/{account_id}/api_keys",
+    summary="List an account's API keys, revoked ones too (never the keys themselves)",
+)
+async def list_api_keys(
+    ctx: ContextDep,
+    account_id: str,
+    page: Annotated[PageRequest, paging("api_key", 50, 100)],
+) -> JSONResponse:
+    await accounts.account_or_404(ctx.repo, _account_id(account_id))
+    result = await ctx.repo.keys_page(account_id, page)
+    data = [accounts.api_key_object(doc) for doc in result.items]
+    return JSONResponse({"object": "list", "data": data, "has_more": result.has_more})
 
 
 @router.get("/accounts/{account_id}", summary="Retrieve an account (keys are never shown)")
