@@ -186,11 +186,34 @@ class Colors(_Strict):
         return value.upper()
 
 
+# What a barcode message may name in braces (docs/templates.md#barcodes); the issuer's renderers
+# (passjson.py, google/objects.py) replace exactly these.
+BARCODE_PLACEHOLDERS = ("{serial_number}", "{short_id}", "{field_values.<key>}")
+_PLACEHOLDER = re.compile(r"serial_number|short_id|field_values\.[A-Za-z0-9_]+")
+# Braces around a name-like word are taken for a placeholder; other braces (JSON, `{ }`) are text.
+_BRACED_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
 class Barcode(_Strict):
     format: BarcodeFormat = "qr"
     # A template string: `{serial_number}`, `{short_id}` or `{field_values.<key>}` are replaced.
     message: str = Field(default="{serial_number}", min_length=1, max_length=500)
     alt_text: str | None = Field(default=None, max_length=100)
+
+    @field_validator("message")
+    @classmethod
+    def _known_placeholders(cls, value: str, info: ValidationInfo) -> str:
+        """A misspelt placeholder would print literally on every pass: refuse it. A design
+        saved before this check loads as it was (its braces stay text, as they were)."""
+        if is_stored(info):
+            return value
+        for match in _BRACED_NAME.finditer(value):
+            if _PLACEHOLDER.fullmatch(match.group(1)) is None:
+                raise ValueError(
+                    f"unknown placeholder {match.group(0)}; the placeholders are "
+                    f"{', '.join(BARCODE_PLACEHOLDERS)}"
+                )
+        return value
 
 
 class Location(_Strict):

@@ -6,12 +6,20 @@ Each maps one MongoDB document (`_id` is the object id) and crosses NATS as JSON
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from shared.errors import ApiError
 from shared.redemption import RedemptionPolicy, default_policy
 
 Mode = Literal["test", "live"]
+
+
+def email_key(email: str) -> str:
+    """What `holder_email` is matched by: the address lowercased, local part included, as every
+    mail system users know compares addresses; what was given is kept for display."""
+    return email.strip().lower()
+
+
 TemplateType = Literal["event", "membership", "coupon", "loyalty", "generic"]
 AppleStyle = Literal["eventTicket", "generic", "storeCard", "coupon", "boardingPass"]
 
@@ -98,6 +106,13 @@ class PassRecord(_Record):
     redemption_limit: int | None = None
     barcode_message: str | None = None
     used_up: bool = False
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented computed-field form
+    @property
+    def holder_email_key(self) -> str | None:
+        """Stored with every write of the pass (indexed): `GET /v1/passes?holder_email=`
+        matches it. Recomputed on load, so a document saved before it existed reads the same."""
+        return None if self.holder_email is None else email_key(self.holder_email)
 
     def snapshot(self) -> PassSnapshot:
         return PassSnapshot(

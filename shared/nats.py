@@ -172,7 +172,7 @@ async def reply_to_command(
         error = exc
     except ValidationError as exc:
         log.error("malformed command: %s", exc.errors(include_input=False))
-        error = InternalError("Malformed internal command.")
+        error = InternalError("Malformed internal command.", code="internal_error")
     except ConnectionFailure as exc:
         # MongoDB unreachable (restarting, or the connection dropped mid-command): whatever
         # committed is in processed_commands, so a retry with the same key is safe.
@@ -183,7 +183,7 @@ async def reply_to_command(
         )
     except Exception:
         log.exception("command failed")
-        error = InternalError("An internal error occurred.")
+        error = InternalError("An internal error occurred.", code="internal_error")
     wire = WireError(
         type=error.type,
         status=error.status,

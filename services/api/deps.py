@@ -25,6 +25,7 @@ from services.api.limits import (
     reserve_pass,
 )
 from services.api.principals import PrincipalCache
+from services.api.query_params import refuse_unknown_query_params
 from services.api.repository import ApiRepository
 from services.api.scanner_keys import refuse_scanner_key
 from services.events.reads import DeviceLogReads, EventReads
@@ -118,6 +119,8 @@ async def _principal(
     route = getattr(request.scope.get("route"), "path", None)
     refuse_scanner_key(principal, request.method, route)
     await ctx.enforce_rate_limit(principal)
+    # After authentication, like body validation: a stranger learns nothing of a route.
+    refuse_unknown_query_params(request)
     return principal
 
 
@@ -132,7 +135,7 @@ async def _admin(
     token = ctx.settings.admin_token
     if token is None:
         # The operator API does not exist unless configured.
-        raise NotFound("Unrecognized request URL.")
+        raise NotFound("Unrecognized request URL.", code="route_unknown")
     # Behind a proxy this is the proxy's address unless uvicorn is told to trust its
     # X-Forwarded-For (FORWARDED_ALLOW_IPS; docs/operations.md).
     client = request.client.host if request.client else "unknown"
@@ -144,6 +147,7 @@ async def _admin(
     if not hmac.compare_digest(presented.encode(), token.get_secret_value().encode()):
         await count_admin_failure(ctx.repo, ctx.clock, client)
         raise AuthenticationError("Invalid admin token.", code="invalid_admin_token")
+    refuse_unknown_query_params(request)
 
 
 AdminDep = Depends(_admin)

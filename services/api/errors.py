@@ -17,6 +17,7 @@ from starlette.routing import Match
 
 from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, InvalidRequest, MethodNotAllowed, NotFound
+from shared.validation_messages import client_message
 
 log = logging.getLogger(__name__)
 _SOURCES = {"body", "query", "path", "header", "cookie"}
@@ -46,7 +47,7 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
     if kind == "json_invalid":
         return InvalidRequest("The request body is not valid JSON.", code="invalid_json")
     param = _param(tuple(first.get("loc", ())))
-    message = str(first.get("msg", "Invalid value"))
+    message = client_message(str(first.get("msg", "Invalid value")))
     if kind == "missing":
         message = (
             f"Missing required parameter: {param}." if param else "A request body is required."
@@ -78,6 +79,7 @@ def _allowed_methods(request: Request) -> str | None:
 NOT_JSON = InvalidRequest(
     "The request body is not valid JSON (or is nested too deeply to read).", code="invalid_json"
 )
+UNEXPECTED = InternalError("An internal error occurred.", code="internal_error")
 STORE_UNAVAILABLE = InternalError(
     "The database is unavailable; retry shortly with the same Idempotency-Key.",
     code="service_unavailable",
@@ -107,7 +109,10 @@ def install(app: FastAPI) -> None:
             # FastAPI wraps errors raised while reading the body (e.g. the size limit).
             return error_response(request, exc.__cause__)
         if exc.status_code == 404:
-            err = NotFound(f"Unrecognized request URL ({request.method} {request.url.path}).")
+            err = NotFound(
+                f"Unrecognized request URL ({request.method} {request.url.path}).",
+                code="route_unknown",
+            )
             return error_response(request, err)
         if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError | ValueError):
             # FastAPI's 400 for a body json.loads could not parse beyond a JSONDecodeError:
@@ -115,8 +120,10 @@ def install(app: FastAPI) -> None:
             return error_response(request, NOT_JSON)
         if exc.status_code == 400:
             # FastAPI's own 400: in the interface's shape.
-            return error_response(request, InvalidRequest(str(exc.detail)))
-        err = InvalidRequest(str(exc.detail))
+            return error_response(
+                request, InvalidRequest(str(exc.detail), code="parameter_invalid")
+            )
+        err = InvalidRequest(str(exc.detail), code="invalid_request")
         status, body = error_body(request.url.path, err)
         return JSONResponse(body, status_code=exc.status_code if "error" in body else status)
 
@@ -128,4 +135,4 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
-        return error_response(request, InternalError("An internal error occurred."))
+        return error_response(request, UNEXPECTED)

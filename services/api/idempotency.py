@@ -95,7 +95,9 @@ async def execute(
         return _response(*await action(new_id("command")))
     if not 1 <= len(key) <= MAX_KEY_LENGTH:
         raise InvalidRequest(
-            f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters.", param="Idempotency-Key"
+            f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters.",
+            param="Idempotency-Key",
+            code="parameter_invalid",
         )
     record_id = _record_id(scope, key)
     now = policy.clock.now()

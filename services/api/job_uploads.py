@@ -58,6 +58,7 @@ def unknown_field(design: Design, field_values: dict[str, str]) -> RowError | No
                 InvalidRequest(
                     f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
                     param=f"field_values.{key}",
+                    code="parameter_unknown",
                 )
             )
     return None

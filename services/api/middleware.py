@@ -91,7 +91,9 @@ class RequestContextMiddleware:
             log.exception("unhandled error")
             if "status" not in status_holder:
                 await _send_error(
-                    send_with_id, scope["path"], InternalError("An internal error occurred.")
+                    send_with_id,
+                    scope["path"],
+                    InternalError("An internal error occurred.", code="internal_error"),
                 )
         finally:
             # After a 5xx the pass may exist (a timeout after the commit), so its quota unit

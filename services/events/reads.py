@@ -17,11 +17,18 @@ class EventReads:
         self._events = db["pass_events"]
 
     async def page(
-        self, account_id: str, mode: str, page: PageRequest, pass_id: str | None = None
+        self,
+        account_id: str,
+        mode: str,
+        page: PageRequest,
+        pass_id: str | None = None,
+        event_type: str | None = None,
     ) -> Page[PassEventRecord]:
         query = {"account_id": account_id, "mode": mode}
         if pass_id is not None:
             query["pass_id"] = pass_id
+        if event_type is not None:
+            query["type"] = event_type
         return await fetch_page(self._events, query, page, PassEventRecord.model_validate)
 
 

@@ -29,6 +29,7 @@ class EventsRepository:
         scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
         await self._events.create_index([*scope, ("_id", DESCENDING)])
         await self._events.create_index([*scope, ("pass_id", ASCENDING), ("_id", DESCENDING)])
+        await self._events.create_index([*scope, ("type", ASCENDING), ("_id", DESCENDING)])
 
     async def record(self, event: PassEventRecord) -> bool:
         """Store an event once; False when its id was already recorded (a redelivery)."""

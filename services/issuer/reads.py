@@ -12,7 +12,13 @@ from typing import Any
 from services.issuer.bundle import pkpass_zip
 from services.issuer.jobs.reads import JobReads
 from shared.bounded_cache import BoundedCache
-from shared.models import DownloadLinkRecord, PassBundleRecord, PassRecord, TemplateRecord
+from shared.models import (
+    DownloadLinkRecord,
+    PassBundleRecord,
+    PassRecord,
+    TemplateRecord,
+    email_key,
+)
 from shared.mongo import Database
 from shared.pagination import Page, PageRequest, fetch_page
 from shared.scans import ScanRecord
@@ -47,9 +53,9 @@ class IssuerReads:
         return None if doc is None else TemplateRecord.model_validate(doc)
 
     async def templates_page(
-        self, account_id: str, mode: str, page: PageRequest
+        self, account_id: str, mode: str, page: PageRequest, *, archived: bool = False
     ) -> Page[TemplateRecord]:
-        query = {"account_id": account_id, "mode": mode, "archived": False}
+        query = {"account_id": account_id, "mode": mode, "archived": archived}
         return await fetch_page(self._templates, query, page, TemplateRecord.model_validate)
 
     async def template_by_id(self, template_id: str) -> TemplateRecord | None:
@@ -68,12 +74,21 @@ class IssuerReads:
         *,
         template_id: str | None = None,
         holder_email: str | None = None,
+        voided: bool | None = None,
     ) -> Page[PassRecord]:
         query: dict[str, Any] = {"account_id": account_id, "mode": mode}
         if template_id is not None:
             query["template_id"] = template_id
+        if voided is not None:
+            query["voided"] = voided
         if holder_email is not None:
-            query["holder_email"] = holder_email
+            # The normalised copy, case-insensitively; or, for a pass stored before that copy
+            # existed and not backfilled yet (IssuerRepository.backfill_email_keys), the
+            # address exactly as given. Both branches are indexed.
+            query["$or"] = [
+                {"holder_email_key": email_key(holder_email)},
+                {"holder_email": holder_email},
+            ]
         return await fetch_page(self._passes, query, page, PassRecord.model_validate)
 
     async def scans_page(

@@ -19,7 +19,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from shared.bounded_cache import BoundedCache
-from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord
+from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_key
 from shared.mongo import Database, MongoClient
 from shared.outbox import Outbox, OutboxMessage
 
@@ -117,6 +117,10 @@ class IssuerRepository:
         await self.passes.create_index([*scope, ("_id", DESCENDING)])
         await self.passes.create_index([*scope, ("template_id", ASCENDING), ("_id", DESCENDING)])
         await self.passes.create_index([*scope, ("holder_email", ASCENDING), ("_id", DESCENDING)])
+        await self.passes.create_index([*scope, ("voided", ASCENDING), ("_id", DESCENDING)])
+        await self.passes.create_index(
+            [*scope, ("holder_email_key", ASCENDING), ("_id", DESCENDING)]
+        )
         await self.passes.create_index("short_id", unique=True)
         await self.passes.create_index("serial_number", unique=True)
         await self.passes.create_index("template_id")
@@ -126,6 +130,32 @@ class IssuerRepository:
         await self.download_links.create_index(
             "expires_at", expireAfterSeconds=int(EXPIRED_LINK_KEPT.total_seconds())
         )
+
+    async def backfill_email_keys(self, batch: int = 1000) -> int:
+        """Give passes stored before `holder_email_key` existed their normalised copy, so the
+        holder_email filter matches them case-insensitively too; how many were updated. Each
+        update is guarded by the address it read, so a concurrent change wins (and writes the
+        key itself). Idempotent: every replica may run it at start."""
+        updated = 0
+        missing = {"holder_email_key": {"$exists": False}, "holder_email": {"$ne": None}}
+        while True:
+            docs = await self.passes.find(missing, {"holder_email": 1}).limit(batch).to_list()
+            if not docs:
+                return updated
+            result = await self.passes.bulk_write(
+                [
+                    UpdateOne(
+                        {"_id": doc["_id"], "holder_email": doc["holder_email"]},
+                        {"$set": {"holder_email_key": email_key(doc["holder_email"])}},
+                    )
+                    for doc in docs
+                ],
+                ordered=False,
+            )
+            updated += result.modified_count
+            # Nothing modified: every one changed meanwhile (and was written with its key).
+            if len(docs) < batch or result.modified_count == 0:
+                return updated
 
     @asynccontextmanager
     async def unit_of_work(self) -> AsyncIterator["UnitOfWork"]:

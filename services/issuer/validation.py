@@ -9,6 +9,7 @@ from shared.dates import date_text_problem
 from shared.design import Design, DesignStyleError
 from shared.errors import InvalidRequest
 from shared.pass_limits import field_values_problem, metadata_problem
+from shared.validation_messages import client_message
 
 
 def validate_design(
@@ -20,11 +21,16 @@ def validate_design(
     except ValidationError as exc:
         first = exc.errors()[0]
         path = ".".join(str(part) for part in ("design", *first["loc"]))
-        raise InvalidRequest(f"Invalid design: {first['msg']}", param=path) from exc
+        message = client_message(str(first["msg"]))
+        raise InvalidRequest(
+            f"Invalid {path}: {message}.", param=path, code="parameter_invalid"
+        ) from exc
     try:
         model.check_style(apple_style, template_type)
     except DesignStyleError as exc:
-        raise InvalidRequest(str(exc), param=f"design.{exc.param}") from exc
+        raise InvalidRequest(
+            str(exc), param=f"design.{exc.param}", code="parameter_invalid"
+        ) from exc
     return model
 
 
@@ -36,6 +42,7 @@ def check_field_values(design: Design, values: dict[str, str]) -> None:
             raise InvalidRequest(
                 f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
                 param=f"field_values.{key}",
+                code="parameter_unknown",
             )
     for field in design.fields:
         value = values.get(field.key)
@@ -44,7 +51,9 @@ def check_field_values(design: Design, values: dict[str, str]) -> None:
         problem = date_text_problem(value)
         if problem is not None:
             raise InvalidRequest(
-                f"field_values.{field.key} {problem}: {value!r}.", param=f"field_values.{field.key}"
+                f"field_values.{field.key} {problem}: {value!r}.",
+                param=f"field_values.{field.key}",
+                code="parameter_invalid",
             )
 
 
@@ -53,7 +62,7 @@ def check_metadata_dates(metadata: dict[str, Any]) -> None:
     try:
         metadata_dates(metadata)
     except MetadataDateError as exc:
-        raise InvalidRequest(str(exc), param=exc.param) from exc
+        raise InvalidRequest(str(exc), param=exc.param, code="parameter_invalid") from exc
 
 
 def check_pass_limits(field_values: dict[str, str], metadata: dict[str, Any]) -> None:

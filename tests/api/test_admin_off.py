@@ -21,7 +21,7 @@ def test_the_admin_404_says_the_operator_api_is_off(method: str, path: str) -> N
     response = client.request(method, path)
     assert response.status_code == 404
     error = response.json()["error"]
-    assert error["type"] == "not_found_error"
+    assert (error["type"], error["code"]) == ("not_found_error", "route_unknown")
     assert "set TESSERA_ADMIN_TOKEN" in error["message"]
     assert path in error["message"]
 

@@ -359,7 +359,7 @@ def test_transit_type_only_on_boarding_passes(identity: SigningIdentity) -> None
 def test_barcode_format_and_message(identity: SigningIdentity, fmt: str, expected: str) -> None:
     barcode = {
         "format": fmt,
-        "message": "T:{serial_number}/{short_id}/{field_values.seat}/{field_values.nope}/{other}",
+        "message": "T:{serial_number}/{short_id}/{field_values.seat}/{field_values.nope}/{ other }",
         "alt_text": "Scan me",
     }
     document = render_pass_json(
@@ -368,7 +368,7 @@ def test_barcode_format_and_message(identity: SigningIdentity, fmt: str, expecte
 
     rendered = {
         "format": expected,
-        "message": "T:SER-1/abc123/12A//{other}",
+        "message": "T:SER-1/abc123/12A//{ other }",
         "messageEncoding": "iso-8859-1",
         "altText": "Scan me",
     }

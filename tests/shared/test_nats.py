@@ -33,7 +33,7 @@ async def test_mongodb_unreachable_is_a_retryable_service_unavailable() -> None:
 
 async def test_anything_else_unexpected_says_nothing_about_internals() -> None:
     error = await _reply(RuntimeError("secret detail"))
-    assert (error["status"], error["code"]) == (500, None)
+    assert (error["status"], error["code"]) == (500, "internal_error")
     assert error["message"] == "An internal error occurred."
 
 

@@ -17,4 +17,6 @@ MESSAGE = (
 @router.api_route("/admin", methods=METHODS)
 @router.api_route("/admin/{rest:path}", methods=METHODS)
 async def operator_api_off(request: Request) -> None:
-    raise NotFound(MESSAGE.format(method=request.method, path=request.url.path))
+    raise NotFound(
+        MESSAGE.format(method=request.method, path=request.url.path), code="route_unknown"
+    )

@@ -13,10 +13,15 @@ from services.api.idempotency import Scope, execute, fingerprint
 from shared.errors import InvalidRequest, not_found
 from shared.ids import has_prefix
 from shared.logs import request_id_var
-from shared.messages import Command, R
+from shared.messages import Command, PassEventType, R
 from shared.pagination import PageRequest
 
 BodyT = TypeVar("BodyT", bound=BaseModel)
+
+# `?type=` on the event lists: one of the event types, indexed with the account and mode.
+EventTypeQuery = Annotated[
+    PassEventType | None, Query(alias="type", description="Only events of this type.")
+]
 
 
 def command_base(principal: Principal, command_id: str) -> dict[str, Any]:
@@ -106,11 +111,15 @@ def paging(kind: str, default: int, maximum: int) -> Any:
     ) -> PageRequest:
         if starting_after is not None and ending_before is not None:
             raise InvalidRequest(
-                "Send starting_after or ending_before, not both.", param="ending_before"
+                "Send starting_after or ending_before, not both.",
+                param="ending_before",
+                code="parameter_invalid",
             )
         for name, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
             if cursor is not None and not has_prefix(cursor, kind):
-                raise InvalidRequest(f"{name} must be an id of a {kind}.", param=name)
+                raise InvalidRequest(
+                    f"{name} must be an id of a {kind}.", param=name, code="parameter_invalid"
+                )
         return PageRequest(limit=limit, starting_after=starting_after, ending_before=ending_before)
 
     return Depends(page)

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, PrincipalDep
-from services.api.endpoints.common import paging
+from services.api.endpoints.common import EventTypeQuery, paging
 from services.api.objects import ListObject, PassEventObject, responses
 from shared.pagination import PageRequest
 
@@ -22,7 +22,10 @@ async def list_events(
     ctx: ContextDep,
     principal: PrincipalDep,
     page: Annotated[PageRequest, paging("pass_event", 100, 200)],
+    event_type: EventTypeQuery = None,
 ) -> JSONResponse:
-    result = await ctx.events.page(principal.account_id, principal.mode, page)
+    result = await ctx.events.page(
+        principal.account_id, principal.mode, page, event_type=event_type
+    )
     data = [PassEventObject.of(record) for record in result.items]
     return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))

@@ -37,7 +37,7 @@ async def template_logo(ctx: ContextDep, template_id: str) -> Response:
     design = await _live_design(ctx, template_id)
     logo = None if design is None else design.images.logo
     if logo is None:
-        raise NotFound("No logo at this address.")
+        raise NotFound("No logo at this address.", code="resource_missing")
     _, encoded = logo.largest()
     return await _png(template_id, encoded, "logo")
 
@@ -46,7 +46,7 @@ async def template_logo(ctx: ContextDep, template_id: str) -> Response:
 async def template_google_logo(ctx: ContextDep, template_id: str) -> Response:
     design = await _live_design(ctx, template_id)
     if design is None or design.google_logo is None:
-        raise NotFound("No logo at this address.")
+        raise NotFound("No logo at this address.", code="resource_missing")
     return await _png(template_id, design.google_logo, "google_logo")
 
 
@@ -66,7 +66,7 @@ async def _png(template_id: str, encoded: str, label: str) -> Response:
         clean = await asyncio.to_thread(clean_stored_png, encoded, label)
     except ValueError as exc:
         log.warning("template %s: its %s cannot be served: %s", template_id, label, exc)
-        raise NotFound("No logo at this address.") from exc
+        raise NotFound("No logo at this address.", code="resource_missing") from exc
     return Response(clean.data, media_type="image/png", headers=_HEADERS)
 
 

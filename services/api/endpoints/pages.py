@@ -66,6 +66,6 @@ async def scanner_service_worker(ctx: ContextDep) -> Response:
 async def scanner_asset(path: str) -> Response:
     media_type = ASSET_TYPES.get(path)
     if media_type is None:
-        raise NotFound("No such file.")
+        raise NotFound("No such file.", code="resource_missing")
     headers = {"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"}
     return Response(asset(path), media_type=media_type, headers=headers)

@@ -7,7 +7,13 @@ from fastapi.responses import JSONResponse
 from pydantic import EmailStr
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id, require_pass, send_command
+from services.api.endpoints.common import (
+    EventTypeQuery,
+    paging,
+    require_id,
+    require_pass,
+    send_command,
+)
 from services.api.objects import ListObject, PassEventObject, PassObject, responses
 from services.api.schemas import PassCreate, PassUpdate
 from shared.errors import not_found
@@ -54,6 +60,9 @@ async def list_passes(
     page: Annotated[PageRequest, paging("pass", 50, 100)],
     template_id: Annotated[str | None, Query()] = None,
     holder_email: Annotated[EmailStr | None, Query()] = None,
+    voided: Annotated[
+        bool | None, Query(description="true: voided passes only; false: the others.")
+    ] = None,
 ) -> JSONResponse:
     result = await ctx.issuer.passes_page(
         principal.account_id,
@@ -61,6 +70,7 @@ async def list_passes(
         page,
         template_id=template_id,
         holder_email=holder_email,
+        voided=voided,
     )
     site = ctx.settings.site_url
     data = [PassObject.of(record, site) for record in result.items]
@@ -134,8 +144,11 @@ async def list_pass_events(
     principal: PrincipalDep,
     pass_id: str,
     page: Annotated[PageRequest, paging("pass_event", 100, 200)],
+    event_type: EventTypeQuery = None,
 ) -> JSONResponse:
     await require_pass(ctx, principal, pass_id)
-    result = await ctx.events.page(principal.account_id, principal.mode, page, pass_id=pass_id)
+    result = await ctx.events.page(
+        principal.account_id, principal.mode, page, pass_id=pass_id, event_type=event_type
+    )
     data = [PassEventObject.of(record) for record in result.items]
     return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))

@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
@@ -55,15 +55,20 @@ async def create_template(
 
 @router.get(
     "",
-    summary="List templates (archived ones are left out)",
+    summary="List templates (archived ones only with archived=true)",
     responses=responses(ListObject[TemplateObject], 400, 401, 403),
 )
 async def list_templates(
     ctx: ContextDep,
     principal: PrincipalDep,
     page: Annotated[PageRequest, paging("template", 50, 100)],
+    archived: Annotated[
+        bool, Query(description="true: archived templates only; false (default): the others.")
+    ] = False,
 ) -> JSONResponse:
-    result = await ctx.issuer.templates_page(principal.account_id, principal.mode, page)
+    result = await ctx.issuer.templates_page(
+        principal.account_id, principal.mode, page, archived=archived
+    )
     data = [TemplateObject.of(record) for record in result.items]
     return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
 
