@@ -534,7 +534,7 @@ def test_unknown_route_without_a_key_is_404_too(anonymous: httpx2.Client) -> Non
         ("POST", "/v1/passes/pass_0000000000000000000000/events", {"GET"}),
         ("POST", "/v1/events", {"GET"}),
         ("DELETE", "/v1/events", {"GET"}),
-        ("GET", "/admin/v1/accounts", {"POST"}),
+        ("PUT", "/admin/v1/accounts", {"GET", "POST"}),
     ],
 )
 def test_wrong_method_is_405(

@@ -124,7 +124,12 @@ def test_events_filter_by_type(ctx: Ctx) -> None:
     events = poll(voided, lambda data: len(data) == 1, message="the voided event")
     assert events[0]["pass_id"] == pass_["id"]
     assert events[0]["type"] == "voided"
-    created = list_page(ctx.client, "/v1/events", type="created")["data"]
+    # The consumer records events in parallel batches: "created" may land after "voided".
+    created = poll(
+        lambda: list_page(ctx.client, "/v1/events", type="created")["data"],
+        lambda data: len(data) == 1,
+        message="the created event",
+    )
     assert [event["type"] for event in created] == ["created"]
     own = list_page(ctx.client, f"/v1/passes/{pass_['id']}/events", type="created")["data"]
     assert [event["type"] for event in own] == ["created"]
