@@ -266,13 +266,13 @@ def _banner(
     *,
     admin_api: bool = False,
 ) -> None:
-    # The site's root has no page: pass pages live at {site_url}/p/<id> (each pass's page_url),
+    # The site's root has no page: pass pages live at {site_url}/p/<id> (each pass's `url`),
     # so the banner links the one page that exists without a pass, the staff scanner.
     lines = [
         "",
         "Tessera is up.",
         f"  API            {ready['base_url']}   (docs: {ready['base_url']}/docs)",
-        f"  Pass pages     {ready['site_url']}/p/<id>   (each pass's page_url)",
+        f"  Pass pages     {ready['site_url']}/p/<id>   (each pass's url)",
         f"  Scanner page   {ready['site_url']}/scan",
         f"  Wallet service {ready['wallet_url']}",
         f"  NATS           {ready['nats_url']}",
