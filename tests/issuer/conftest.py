@@ -9,6 +9,7 @@ import pytest
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
+from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.clock import SystemClock
 from tests.support.issuer import dev_artifacts, issuer_repository
 
@@ -28,3 +29,16 @@ async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
 @pytest.fixture
 def service(repo: IssuerRepository, artifacts: WalletArtifacts) -> IssuerService:
     return IssuerService(repo, artifacts, SystemClock(), lambda: None)
+
+
+@pytest.fixture(scope="module")
+def signing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A development signing identity of the module's own (root CA included, for openssl)."""
+    directory = tmp_path_factory.mktemp("signing")
+    ensure_dev_identity(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def identity(signing_dir: Path) -> SigningIdentity:
+    return ensure_dev_identity(signing_dir)

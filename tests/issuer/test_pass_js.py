@@ -23,7 +23,7 @@ from services.issuer.bundle import zip_files
 from services.issuer.content import PassContent
 from services.issuer.passjson import render_pass_json
 from services.issuer.pkpass import build_pkpass
-from shared.apple_identity import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity
 from shared.design import Design
 from tests.issuer.pkpass_samples import (
     WEB_SERVICE_URL,
@@ -51,18 +51,6 @@ def node_packages() -> None:
     if reason is not None:
         pytest.skip(f"pass-js check needs Node: {reason}")
     harness.ensure_installed()
-
-
-@pytest.fixture(scope="module")
-def signing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("signing")
-    ensure_dev_identity(directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def identity(signing_dir: Path) -> SigningIdentity:
-    return ensure_dev_identity(signing_dir)
 
 
 def _pass_js(pkpass: bytes, signing_dir: Path, folder: Path) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 from services.issuer.content import APPLE_STYLES
 from services.issuer.localization import escape
 from services.issuer.pkpass import build_pkpass
-from shared.apple_identity import SigningIdentity, ensure_dev_identity
+from shared.apple_identity import SigningIdentity
 from tests.issuer.pkpass_samples import LOCALIZATIONS, RICH_VARIANTS, sample
 from tests.node import harness
 
@@ -30,18 +30,6 @@ def passkit_generator() -> None:
     if reason is not None:
         pytest.skip(f"passkit-generator check needs Node: {reason}")
     harness.ensure_installed()
-
-
-@pytest.fixture(scope="module")
-def signing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("signing")
-    ensure_dev_identity(directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def identity(signing_dir: Path) -> SigningIdentity:
-    return ensure_dev_identity(signing_dir)
 
 
 def _load(pkpass: bytes, signing_dir: Path, parent: Path) -> dict[str, Any]:

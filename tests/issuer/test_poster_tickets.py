@@ -17,24 +17,12 @@ import pytest
 
 from services.issuer.pkpass import build_pkpass
 from services.issuer.validation import validate_design
-from shared.apple_identity import ROOT_CERT_FILE, SigningIdentity, ensure_dev_identity
+from shared.apple_identity import ROOT_CERT_FILE, SigningIdentity
 from tests.issuer.event_samples import APPLE_EXTRA_KEYS, poster_content, poster_design
 from tests.node import harness
 from tests.support.pkpass_check import OPENSSL, verified_pass_json
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "pass.schema.json"
-
-
-@pytest.fixture(scope="module")
-def signing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("signing")
-    ensure_dev_identity(directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def identity(signing_dir: Path) -> SigningIdentity:
-    return ensure_dev_identity(signing_dir)
 
 
 @pytest.fixture(scope="module")
