@@ -17,7 +17,7 @@ from pymongo import AsyncMongoClient, WriteConcern
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, OperationFailure
+from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
 from pymongo.monitoring import (
     CommandFailedEvent,
     CommandListener,
@@ -119,9 +119,18 @@ def unjournaled(collection: AsyncCollection[Document]) -> AsyncCollection[Docume
 WRITE_CONFLICT = 112
 
 
-def is_write_conflict(exc: OperationFailure) -> bool:
-    """A write conflict: with a concurrent transaction, or one a killed process left open."""
-    return exc.has_error_label("TransientTransactionError") or exc.code == WRITE_CONFLICT
+def is_write_conflict(exc: PyMongoError) -> bool:
+    """A transaction to run again from the start: it lost a write conflict (with a concurrent
+    transaction, or one a killed process left open), or its connection to the store failed
+    before the commit (the driver labels both TransientTransactionError, and MongoDB's answer
+    to both is to run the whole transaction again), or the commit's outcome is unknown (a
+    retry finds what committed: every transaction here is idempotent by its command id or
+    its lease token)."""
+    return (
+        exc.has_error_label("TransientTransactionError")
+        or exc.has_error_label("UnknownTransactionCommitResult")
+        or (isinstance(exc, OperationFailure) and exc.code == WRITE_CONFLICT)
+    )
 
 
 async def write_in_transaction(
@@ -136,7 +145,7 @@ async def write_in_transaction(
     try:
         async with client.start_session() as session, await session.start_transaction():
             await write(session)
-    except OperationFailure as exc:
+    except PyMongoError as exc:
         if is_write_conflict(exc):
             return False
         raise

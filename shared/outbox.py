@@ -36,12 +36,12 @@ from faststream.nats import NatsBroker
 from nats.errors import MaxPayloadError
 from pymongo import ASCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from shared.clock import Clock, SystemClock
 from shared.messages import LiveUpdate, PassEventMessage, stream_of
 from shared.metrics import OUTBOX_SET_ASIDE, Refresh, outbox_dead_letters, outbox_pending
-from shared.mongo import Database, Document
+from shared.mongo import Database, Document, is_write_conflict
 from shared.poller import Batch, Lease, Poller, replica_name
 
 log = logging.getLogger(__name__)
@@ -131,10 +131,8 @@ class Outbox:
             try:
                 async with self.transaction() as session:
                     return await write(session)
-            except OperationFailure as exc:
-                if attempt >= TRANSACTION_ATTEMPTS or not exc.has_error_label(
-                    "TransientTransactionError"
-                ):
+            except PyMongoError as exc:
+                if attempt >= TRANSACTION_ATTEMPTS or not is_write_conflict(exc):
                     raise
         raise AssertionError("unreachable")
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from pymongo.errors import OperationFailure
+from pymongo.errors import OperationFailure, PyMongoError
 
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass
@@ -84,6 +84,7 @@ from shared.messages import (
 )
 from shared.metrics import PASSES_ISSUED
 from shared.models import DownloadLinkRecord, PassRecord, RowError, TemplateRecord, row_error
+from shared.mongo import is_write_conflict
 from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.pass_events import pass_event
 from shared.redemption import resolve_policy
@@ -149,10 +150,10 @@ class IssuerService:
             attempt += 1
             try:
                 return await self._handle_once(command)
-            except (ConcurrentUpdate, OperationFailure) as exc:
-                retryable = isinstance(exc, ConcurrentUpdate) or exc.has_error_label(
-                    "TransientTransactionError"
-                )
+            except (ConcurrentUpdate, PyMongoError) as exc:
+                # A conflict, or a connection that failed mid-transaction (nothing committed,
+                # or the commit is found by its command id): run it again.
+                retryable = isinstance(exc, ConcurrentUpdate) or is_write_conflict(exc)
                 if not retryable:
                     raise
                 if time.monotonic() >= deadline:

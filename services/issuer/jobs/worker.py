@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from pymongo.errors import OperationFailure
+from pymongo.errors import OperationFailure, PyMongoError
 
 from services.issuer.jobs.registry import ChunkResult, JobRegistry
 from services.issuer.jobs.store import Chunk, JobStore
@@ -153,7 +153,7 @@ class JobWorker:
             attempt += 1
             try:
                 committed = await self._commit_once(chunk, token, result)
-            except OperationFailure as exc:
+            except PyMongoError as exc:
                 if is_duplicate(exc):
                     # A row's processed marker exists: another run of this chunk committed.
                     log.warning("job %s: chunk %s was committed already", job.id, chunk.id)
@@ -219,7 +219,7 @@ class JobWorker:
                         uow.session, chunk_id, job_id, outcomes, self._clock.now()
                     )
                 return
-            except OperationFailure as exc:
+            except PyMongoError as exc:
                 if not is_write_conflict(exc) or time.monotonic() >= deadline:
                     log.warning("job %s: chunk %s left to the sweep: %s", job_id, chunk_id, exc)
                     return
