@@ -117,18 +117,56 @@ def _w3c(value: AwareDatetime | None, info: ValidationInfo) -> AwareDatetime | N
 
 class DesignField(_Strict):
     key: str = Field(description="Key used in field_values, e.g. `seat`.")
-    label: str = Field(max_length=100)
-    slot: FieldSlot
-    default: str | None = Field(default=None, max_length=500)
-    text_alignment: TextAlignment | None = None
-    date_style: DateStyle | None = None
-    time_style: DateStyle | None = None
-    ignores_time_zone: bool | None = None
-    is_relative: bool | None = None
-    number_style: NumberStyle | None = None
-    currency_code: str | None = Field(default=None, pattern=r"^[A-Z]{3}$")
-    change_message: str | None = Field(default=None, max_length=200)
-    data_detectors: list[DataDetector] | None = Field(default=None, max_length=4)
+    label: str = Field(
+        max_length=100, description="The field's label on the pass, up to 100 characters."
+    )
+    slot: FieldSlot = Field(
+        description="Where the pass shows it: `header`, `primary`, `secondary`, `auxiliary` "
+        "or `back`."
+    )
+    default: str | None = Field(
+        default=None,
+        max_length=500,
+        description="The value shown when a pass has none for the key.",
+    )
+    text_alignment: TextAlignment | None = Field(
+        None, description="`left`, `center`, `right` or `natural`; not on primary or back fields."
+    )
+    date_style: DateStyle | None = Field(
+        None,
+        description="Wallet shows the value as a date in the viewer's locale: `none`, "
+        "`short`, `medium`, `long` or `full`.",
+    )
+    time_style: DateStyle | None = Field(None, description="The same, for the time of day.")
+    ignores_time_zone: bool | None = Field(
+        None,
+        description="Show the date and time as given, not in the viewer's zone (date fields only).",
+    )
+    is_relative: bool | None = Field(
+        None, description='Show the date relative to now, e.g. "in 2 days" (date fields only).'
+    )
+    number_style: NumberStyle | None = Field(
+        None,
+        description="Wallet shows the value as a number: `decimal`, `percent`, `scientific` "
+        "or `spell_out`.",
+    )
+    currency_code: str | None = Field(
+        default=None,
+        pattern=r"^[A-Z]{3}$",
+        description="ISO 4217 code (`EUR`): Wallet shows the value as an amount.",
+    )
+    change_message: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The notification Wallet shows when the field changes; `%@` is the new "
+        "value. Null: no notification.",
+    )
+    data_detectors: list[DataDetector] | None = Field(
+        default=None,
+        max_length=4,
+        description="On back fields, what Wallet turns into links: `phone_number`, `link`, "
+        "`address`, `calendar_event`; null for all, [] for none.",
+    )
 
     @field_validator("key")
     @classmethod
@@ -174,9 +212,9 @@ class DesignField(_Strict):
 
 
 class Colors(_Strict):
-    background: str = "#FFFFFF"
-    foreground: str = "#000000"
-    label: str = "#333333"
+    background: str = Field("#FFFFFF", description="Background color of the pass, `#RRGGBB`.")
+    foreground: str = Field("#000000", description="Color of field values, `#RRGGBB`.")
+    label: str = Field("#333333", description="Color of field labels, `#RRGGBB`.")
 
     @field_validator("background", "foreground", "label")
     @classmethod
@@ -195,10 +233,19 @@ _BRACED_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
 class Barcode(_Strict):
-    format: BarcodeFormat = "qr"
+    format: BarcodeFormat = Field("qr", description="`qr`, `pdf417`, `aztec` or `code128`.")
     # A template string: `{serial_number}`, `{short_id}` or `{field_values.<key>}` are replaced.
-    message: str = Field(default="{serial_number}", min_length=1, max_length=500)
-    alt_text: str | None = Field(default=None, max_length=100)
+    message: str = Field(
+        default="{serial_number}",
+        min_length=1,
+        max_length=500,
+        description="What the barcode encodes: a template string in which "
+        "`{serial_number}`, `{short_id}` and `{field_values.<key>}` are "
+        "replaced for each pass.",
+    )
+    alt_text: str | None = Field(
+        default=None, max_length=100, description="Text shown under the barcode."
+    )
 
     @field_validator("message")
     @classmethod
@@ -217,17 +264,27 @@ class Barcode(_Strict):
 
 
 class Location(_Strict):
-    latitude: float = Field(ge=-90, le=90)
-    longitude: float = Field(ge=-180, le=180)
+    latitude: float = Field(ge=-90, le=90, description="Degrees, -90 to 90.")
+    longitude: float = Field(ge=-180, le=180, description="Degrees, -180 to 180.")
     altitude: float | None = Field(default=None, ge=-1000, le=100_000, description="Meters.")
-    relevant_text: str | None = Field(default=None, min_length=1, max_length=200)
+    relevant_text: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="What the lock screen says near this place.",
+    )
 
 
 class RelevantWindow(_Strict):
     """A time window in which Wallet shows the pass (pass.json `relevantDates`, iOS 18)."""
 
-    start_date: AwareDatetime
-    end_date: AwareDatetime
+    start_date: AwareDatetime = Field(
+        description="Start of the window: ISO 8601 date-time with a time zone (`Z` or `+hh:mm`)."
+    )
+    end_date: AwareDatetime = Field(
+        description="End of the window, after its start: ISO 8601 date-time with a time "
+        "zone (`Z` or `+hh:mm`)."
+    )
 
     _w3c_dates = field_validator("start_date", "end_date")(_w3c)
 
@@ -239,35 +296,78 @@ class RelevantWindow(_Strict):
 
 
 class Design(_Strict):
-    organization_name: str = Field(min_length=1, max_length=100)
-    description: str = Field(min_length=1, max_length=200)
-    logo_text: str | None = Field(default=None, max_length=100)
-    colors: Colors = Field(default_factory=Colors)
-    fields: list[DesignField] = Field(default_factory=list, max_length=60)
-    barcode: Barcode | None = None
+    organization_name: str = Field(
+        min_length=1,
+        max_length=100,
+        description="Your organization's name: Apple shows it on the lock screen and in "
+        "notifications.",
+    )
+    description: str = Field(
+        min_length=1,
+        max_length=200,
+        description="What the pass is, for accessibility (VoiceOver reads it).",
+    )
+    logo_text: str | None = Field(
+        default=None, max_length=100, description="Text next to the logo."
+    )
+    colors: Colors = Field(default_factory=Colors, description="The pass's colors.")
+    fields: list[DesignField] = Field(
+        default_factory=list,
+        max_length=60,
+        description="The pass's fields, up to 60, keys unique; a pass fills them through "
+        "`field_values.<key>`.",
+    )
+    barcode: Barcode | None = Field(None, description="One barcode; or use `barcodes`.")
     barcodes: list[Barcode] = Field(
         default_factory=list, max_length=4, description="Several barcodes; not with `barcode`."
     )
-    images: Images = Field(default_factory=Images)
+    images: Images = Field(
+        default_factory=Images,
+        description="Base64 PNG images, each a string (@1x) or `{x1, x2, x3}` scales.",
+    )
     transit_type: TransitType | None = Field(
         default=None, description="Required for apple_style boardingPass."
     )
     localizations: dict[LanguageCode, dict[StringKey, StringValue]] = Field(
-        default_factory=dict, max_length=40
+        default_factory=dict,
+        max_length=40,
+        description="Translations of the design's strings, by language (`de`, `pt-BR`): "
+        "each a map from the string in `source_language` to its translation.",
     )
     source_language: LanguageCode = Field(
         default="en", description="The language the design's own strings are written in."
     )
-    expiration_date: AwareDatetime | None = None
-    relevant_date: AwareDatetime | None = None
-    relevant_dates: list[RelevantWindow] = Field(
-        default_factory=list, max_length=MAX_RELEVANT_WINDOWS
+    expiration_date: AwareDatetime | None = Field(
+        None,
+        description="When Wallet shows the pass as expired: ISO 8601 date-time with a time "
+        "zone (`Z` or `+hh:mm`).",
     )
-    locations: list[Location] = Field(default_factory=list, max_length=MAX_LOCATIONS)
+    relevant_date: AwareDatetime | None = Field(
+        None,
+        description="When the pass is relevant (shown on the lock screen): ISO 8601 "
+        "date-time with a time zone (`Z` or `+hh:mm`).",
+    )
+    relevant_dates: list[RelevantWindow] = Field(
+        default_factory=list,
+        max_length=MAX_RELEVANT_WINDOWS,
+        description="Up to 10 windows in which the pass is relevant (iOS 18 and later).",
+    )
+    locations: list[Location] = Field(
+        default_factory=list,
+        max_length=MAX_LOCATIONS,
+        description="Up to 10 places where the pass is relevant.",
+    )
     max_distance: int | None = Field(default=None, gt=0, le=100_000, description="Meters.")
-    grouping_identifier: str | None = Field(default=None, min_length=1, max_length=100)
-    suppress_strip_shine: bool | None = None
-    sharing_prohibited: bool | None = None
+    grouping_identifier: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="Groups passes in Wallet; eventTicket and boardingPass only.",
+    )
+    suppress_strip_shine: bool | None = Field(
+        None, description="true turns off the shine on the strip image (older iOS)."
+    )
+    sharing_prohibited: bool | None = Field(None, description="true hides Wallet's share button.")
     event: Event | None = Field(
         default=None, description="The event of a type event / eventTicket template."
     )

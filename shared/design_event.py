@@ -87,17 +87,23 @@ class _Strict(BaseModel):
 
 
 class Venue(_Strict):
-    name: Text
+    name: Text = Field(description="The venue's name.")
     address: str = Field(
         min_length=1, max_length=500, description="Lines separated by \\n (Google shows it)."
     )
     region: Text | None = Field(default=None, description="e.g. `Venice, Italy`.")
     room: Text | None = Field(default=None, description="e.g. `Main Stage`.")
-    latitude: float | None = Field(default=None, ge=-90, le=90)
-    longitude: float | None = Field(default=None, ge=-180, le=180)
-    phone_number: str | None = Field(default=None, min_length=1, max_length=50)
-    email: EmailStr | None = None
-    website: Url | None = None
+    latitude: float | None = Field(
+        default=None, ge=-90, le=90, description="Degrees; with `longitude`."
+    )
+    longitude: float | None = Field(
+        default=None, ge=-180, le=180, description="Degrees; with `latitude`."
+    )
+    phone_number: str | None = Field(
+        default=None, min_length=1, max_length=50, description="The venue's phone number."
+    )
+    email: EmailStr | None = Field(None, description="The venue's email address.")
+    website: Url | None = Field(None, description="The venue's website, an absolute http(s) URL.")
 
     @model_validator(mode="after")
     def _both_coordinates(self) -> "Venue":
@@ -107,34 +113,44 @@ class Venue(_Strict):
 
 
 class Team(_Strict):
-    name: Text | None = None
-    abbreviation: str | None = Field(default=None, min_length=1, max_length=10)
-    location: Text | None = None
+    name: Text | None = Field(None, description="The team's name.")
+    abbreviation: str | None = Field(
+        default=None, min_length=1, max_length=10, description="A short form, up to 10 characters."
+    )
+    location: Text | None = Field(None, description="Where the team is from.")
 
 
 class SeatFields(_Strict):
     """Which design fields hold the seat: each pass's values for them become its seat."""
 
-    section: str | None = Field(default=None, max_length=64)
-    row: str | None = Field(default=None, max_length=64)
-    number: str | None = Field(default=None, max_length=64)
-    gate: str | None = Field(default=None, max_length=64)
+    section: str | None = Field(
+        default=None, max_length=64, description="Key of the design field holding the section."
+    )
+    row: str | None = Field(
+        default=None, max_length=64, description="Key of the design field holding the row."
+    )
+    number: str | None = Field(
+        default=None, max_length=64, description="Key of the design field holding the seat number."
+    )
+    gate: str | None = Field(
+        default=None, max_length=64, description="Key of the design field holding the gate."
+    )
 
 
 class EventLinks(_Strict):
     """Buttons of a poster ticket's event guide (Apple shows them only on poster tickets)."""
 
-    accessibility: Url | None = None
-    add_on: Url | None = None
-    bag_policy: Url | None = None
-    directions: Url | None = None
-    merchandise: Url | None = None
-    order_food: Url | None = None
-    parking_information: Url | None = None
-    purchase_parking: Url | None = None
-    sell: Url | None = None
-    transfer: Url | None = None
-    transit_information: Url | None = None
+    accessibility: Url | None = Field(None, description="Accessibility information.")
+    add_on: Url | None = Field(None, description="Add-ons for the event.")
+    bag_policy: Url | None = Field(None, description="The venue's bag policy.")
+    directions: Url | None = Field(None, description="Directions to the venue.")
+    merchandise: Url | None = Field(None, description="Merchandise.")
+    order_food: Url | None = Field(None, description="Ordering food.")
+    parking_information: Url | None = Field(None, description="Parking information.")
+    purchase_parking: Url | None = Field(None, description="Buying parking.")
+    sell: Url | None = Field(None, description="Selling the ticket.")
+    transfer: Url | None = Field(None, description="Transferring the ticket.")
+    transit_information: Url | None = Field(None, description="Public transport.")
 
     def given(self) -> dict[str, str]:
         """The links that are set, by `links` key."""
@@ -142,21 +158,34 @@ class EventLinks(_Strict):
 
 
 class Event(_Strict):
-    name: Text
-    type: EventType | None = None
-    starts_at: AwareDatetime
-    ends_at: AwareDatetime | None = None
-    doors_open_at: AwareDatetime | None = None
-    venue: Venue | None = None
-    performers: list[Text] = Field(default_factory=list, max_length=MAX_PERFORMERS)
-    home_team: Team | None = None
-    away_team: Team | None = None
-    seat_fields: SeatFields | None = None
+    name: Text = Field(description="The event's name.")
+    type: EventType | None = Field(
+        None,
+        description="`generic`, `live_performance`, `movie`, `sports`, `conference`, "
+        "`convention`, `workshop` or `social_gathering`.",
+    )
+    starts_at: AwareDatetime = Field(
+        description="When it starts: ISO 8601 date-time with a time zone (`Z` or `+hh:mm`)."
+    )
+    ends_at: AwareDatetime | None = Field(None, description="When it ends, after it starts.")
+    doors_open_at: AwareDatetime | None = Field(
+        None, description="When the doors open, not after it starts."
+    )
+    venue: Venue | None = Field(None, description="Where it takes place.")
+    performers: list[Text] = Field(
+        default_factory=list, max_length=MAX_PERFORMERS, description="Up to 20 performers' names."
+    )
+    home_team: Team | None = Field(None, description="A sports event's home team.")
+    away_team: Team | None = Field(None, description="A sports event's away team.")
+    seat_fields: SeatFields | None = Field(None, description="Which design fields hold the seat.")
     poster: bool = Field(
         default=False, description="iOS 18 poster event ticket; older iOS shows the classic one."
     )
     logo_text: Text | None = Field(default=None, description="Beside the poster ticket's logo.")
-    links: EventLinks = Field(default_factory=EventLinks)
+    links: EventLinks = Field(
+        default_factory=EventLinks,
+        description="Links Apple Wallet shows in a poster ticket's event guide.",
+    )
 
     @field_validator("starts_at", "ends_at", "doors_open_at")
     @classmethod

@@ -201,8 +201,12 @@ class ImageScales(_Strict):
 
     image_name: ClassVar[str] = "image"
     x1: str = Field(description="Base64 PNG written as `<name>.png`.", max_length=1_500_000)
-    x2: str | None = Field(default=None, max_length=1_500_000)
-    x3: str | None = Field(default=None, max_length=1_500_000)
+    x2: str | None = Field(
+        default=None, max_length=1_500_000, description="Base64 PNG written as `<name>@2x.png`."
+    )
+    x3: str | None = Field(
+        default=None, max_length=1_500_000, description="Base64 PNG written as `<name>@3x.png`."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -279,13 +283,27 @@ class ArtworkImage(ImageScales):
 class Images(_Strict):
     """PNG images, each a base64 string (@1x) or {"x1", "x2", "x3"}; see docs/templates.md."""
 
-    icon: IconImage | None = None
-    logo: LogoImage | None = None
-    strip: StripImage | None = None
-    thumbnail: ThumbnailImage | None = None
-    background: BackgroundImage | None = None
-    footer: FooterImage | None = None
-    artwork: ArtworkImage | None = None
+    icon: IconImage | None = Field(
+        None, description="Lock screen and notifications, 38 x 38 points; generated when left out."
+    )
+    logo: LogoImage | None = Field(None, description="Top left of the pass, up to 160 x 50 points.")
+    strip: StripImage | None = Field(
+        None,
+        description="Behind the primary fields, up to 375 x 144 points (eventTicket, "
+        "storeCard, coupon).",
+    )
+    thumbnail: ThumbnailImage | None = Field(
+        None, description="Next to the fields, up to 90 x 90 points (eventTicket, generic)."
+    )
+    background: BackgroundImage | None = Field(
+        None, description="Blurred behind the front, up to 180 x 220 points (eventTicket)."
+    )
+    footer: FooterImage | None = Field(
+        None, description="Above the barcode, up to 286 x 15 points (boardingPass)."
+    )
+    artwork: ArtworkImage | None = Field(
+        None, description="The poster of a poster event ticket (`event.poster`)."
+    )
 
     def given(self) -> dict[str, ImageScales]:
         """The images that are set, by name, in pass file order."""

@@ -14,6 +14,7 @@ from services.api.endpoints import (
     admin_off,
     bundle_pages,
     device_logs,
+    docs,
     download_links,
     events,
     files,
@@ -95,6 +96,9 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         version="1.0.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # FastAPI's pages load from a CDN; endpoints/docs.py serves ours (docs/api-docs.md).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.context = context
     errors.install(app)
@@ -124,6 +128,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         scanner_keys,
         pass_bundles,
         bundle_pages,
+        docs,
     )
     for module in routers:
         app.include_router(module.router)

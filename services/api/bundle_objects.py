@@ -3,7 +3,7 @@
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from shared.clock import iso
 from shared.models import PassBundleRecord
@@ -16,12 +16,14 @@ def bundle_urls(site_url: str, bundle_id: str) -> tuple[str, str]:
 
 
 class PassBundleObject(BaseModel):
-    id: str
-    object: Literal["pass_bundle"] = "pass_bundle"
-    pass_ids: list[str]
-    url: str
-    download_url: str
-    created_at: str
+    id: str = Field(description="Unique identifier, prefix `pbdl_`; the bundle's only secret.")
+    object: Literal["pass_bundle"] = Field("pass_bundle", description="Always `pass_bundle`.")
+    pass_ids: list[str] = Field(description="Its passes, in the order sent.")
+    url: str = Field(description="The bundle's landing page, under {site_url}.")
+    download_url: str = Field(
+        description="All its passes that are not voided in one `.pkpasses`, under {site_url}."
+    )
+    created_at: str = Field(description="Creation timestamp (ISO 8601, UTC, milliseconds).")
 
     @classmethod
     def of(cls, record: PassBundleRecord, site_url: str) -> "PassBundleObject":

@@ -23,8 +23,11 @@ _ONLY = {
 class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: Literal["import_passes", "update_passes"]
-    template_id: str = Field(max_length=100)
+    type: Literal["import_passes", "update_passes"] = Field(
+        description="`import_passes` (issue one pass per row) or `update_passes` (set "
+        "values on every pass of the template)."
+    )
+    template_id: str = Field(max_length=100, description="The template the job works on.")
     rows: list[Any] | None = Field(
         None,
         min_length=1,

@@ -1,5 +1,7 @@
 """The spec's objects (section 2): one model per object, which endpoints build their bodies
-with (`PassObject.of(record, site_url)`) and which the OpenAPI document describes them by.
+with (`PassObject.of(record, site_url)`) and which the OpenAPI document describes them by. The
+webhook, scan and bundle objects have modules of their own (webhook_objects.py,
+scan_objects.py, bundle_objects.py).
 """
 
 from datetime import datetime
@@ -10,9 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from services.api.bundle_objects import PassBundleObject
 from services.api.scan_objects import RedemptionObject
 from shared.clock import iso
-from shared.messages import WebhookCreated, WebhookRecovery
 from shared.models import (
-    DeliveryRecord,
     DownloadLinkRecord,
     JobError,
     JobRecord,
@@ -23,7 +23,7 @@ from shared.models import (
     TemplateRecord,
 )
 from shared.redemption import remaining
-from shared.views import DeviceLogView, WebhookView
+from shared.views import DeviceLogView
 
 T = TypeVar("T")
 
@@ -39,32 +39,57 @@ def pass_urls(site_url: str, short_id: str) -> tuple[str, str]:
 
 
 class ErrorBody(BaseModel):
-    type: str
-    code: str | None
-    message: str
-    param: str | None
+    type: str = Field(
+        description="The kind of error: `invalid_request_error`, `authentication_error`, "
+        "`authorization_error`, `not_found_error`, `billing_error`, "
+        "`rate_limit_error`, `idempotency_error` or `api_error`."
+    )
+    code: str | None = Field(
+        description="A short code naming the error, e.g. `parameter_missing` "
+        "(docs/api-decisions.md#errors lists them); never null on the v1 API."
+    )
+    message: str = Field(description="What went wrong, in a sentence for a person.")
+    param: str | None = Field(
+        description="The offending parameter, as a dotted path for nested fields "
+        "(`field_values.seat`); null when none applies."
+    )
 
 
 class ErrorEnvelope(BaseModel):
-    error: ErrorBody
+    error: ErrorBody = Field(description="The error.")
 
 
 class TemplateObject(BaseModel):
-    id: str
-    object: Literal["template"] = "template"
-    name: str
-    type: str
-    apple_style: str
-    design: dict[str, Any]
-    archived: bool
-    require_download_link: bool
-    # 1, +1 on every change of `design`; the job rolling the current one out to the passes.
-    design_version: int
-    rollout_job_id: str | None
-    # The effective policy: the defaults of the template's type filled in.
-    redemption: RedemptionObject
-    created_at: str
-    updated_at: str
+    id: str = Field(description="Unique identifier, prefix `tmpl_`.")
+    object: Literal["template"] = Field("template", description="Always `template`.")
+    name: str = Field(description="Display name.")
+    type: str = Field(description="`event`, `membership`, `coupon`, `loyalty` or `generic`.")
+    apple_style: str = Field(
+        description="The Apple Wallet pass style: `eventTicket`, `generic`, `storeCard`, "
+        "`coupon` or `boardingPass`."
+    )
+    design: dict[str, Any] = Field(
+        description="What every pass of the template shows, as stored: every optional field "
+        "present with its default (docs/templates.md)."
+    )
+    archived: bool = Field(
+        description="Whether the template is archived: its passes stay valid, and no pass "
+        "can be issued from it."
+    )
+    require_download_link: bool = Field(
+        description="When true, its passes are reachable only through expiring download "
+        "links: their permanent `url` and `download_url` answer 404."
+    )
+    design_version: int = Field(description="1, then +1 on every change of `design`.")
+    rollout_job_id: str | None = Field(
+        description="The `template_rollout` job carrying the current design to the passes; "
+        "null while `design_version` is 1."
+    )
+    redemption: RedemptionObject = Field(
+        description="The effective redemption policy: the type's defaults filled in."
+    )
+    created_at: str = Field(description="Creation timestamp (ISO 8601, UTC, milliseconds).")
+    updated_at: str = Field(description="Last update timestamp.")
 
     @classmethod
     def of(cls, record: TemplateRecord) -> "TemplateObject":
@@ -85,31 +110,49 @@ class TemplateObject(BaseModel):
 
 
 class PassObject(BaseModel):
-    id: str
-    object: Literal["pass"] = "pass"
-    short_id: str
-    template_id: str
-    serial_number: str
-    mode: Mode
-    holder_email: str | None
-    holder_name: str | None
-    field_values: dict[str, str]
-    voided: bool
-    voided_at: str | None
-    metadata: dict[str, Any]
-    created_via_api: bool
-    # The template's design_version the pass's current file was built from.
-    design_version: int
-    # Accepted scans, the last one's time, and how many more are allowed (null: unlimited).
-    redemption_count: int
-    last_redeemed_at: str | None
-    redemptions_remaining: int | None
-    # With Google credentials, where the pass's object is at Google: "pending", "synced" or
-    # "failing" (retried); null without them (docs/google-wallet.md#the-google-step).
-    google_status: str | None
-    url: str
-    download_url: str
-    created_at: str
+    id: str = Field(description="Unique identifier, prefix `pass_`.")
+    object: Literal["pass"] = Field("pass", description="Always `pass`.")
+    short_id: str = Field(
+        description="The unguessable slug of the pass's public URLs (`/p/{short_id}`)."
+    )
+    template_id: str = Field(description="The template the pass was issued from.")
+    serial_number: str = Field(
+        description="The pass's unique serial number (a UUID), as Apple Wallet knows it; "
+        "the default barcode message."
+    )
+    mode: Mode = Field(description="`test` or `live`: the mode of the key that issued it.")
+    holder_email: str | None = Field(description="The holder's email address, as given.")
+    holder_name: str | None = Field(description="The holder's name.")
+    field_values: dict[str, str] = Field(
+        description="Values of the template's fields, by field key; a field without one "
+        "shows its default."
+    )
+    voided: bool = Field(description="Whether the pass is voided.")
+    voided_at: str | None = Field(description="When it was voided; null while it is not.")
+    metadata: dict[str, Any] = Field(
+        description="Your own data about the pass: string keys, any JSON values; never "
+        "shown to the holder."
+    )
+    created_via_api: bool = Field(description="Whether the pass was created through the API.")
+    design_version: int = Field(
+        description="The template's `design_version` the pass's current file was built from."
+    )
+    redemption_count: int = Field(description="Accepted scans.")
+    last_redeemed_at: str | None = Field(
+        description="When the last accepted scan was; null before any."
+    )
+    redemptions_remaining: int | None = Field(
+        description="How many more scans the template's policy accepts; null for unlimited."
+    )
+    google_status: str | None = Field(
+        description="With Google Wallet credentials, where the pass's object is at Google: "
+        "`pending`, `synced` or `failing` (retried); null without them."
+    )
+    url: str = Field(description="The permanent public landing page, under {site_url}.")
+    download_url: str = Field(
+        description="Direct download of the signed `.pkpass`, under {site_url}."
+    )
+    created_at: str = Field(description="Creation timestamp (ISO 8601, UTC, milliseconds).")
 
     @classmethod
     def of(cls, record: PassRecord, site_url: str) -> "PassObject":
@@ -139,12 +182,17 @@ class PassObject(BaseModel):
 
 
 class PassEventObject(BaseModel):
-    id: str
-    object: Literal["pass_event"] = "pass_event"
-    pass_id: str
-    type: str
-    metadata: dict[str, Any]
-    created_at: str
+    id: str = Field(description="Unique identifier, prefix `psEvnt_`.")
+    object: Literal["pass_event"] = Field("pass_event", description="Always `pass_event`.")
+    pass_id: str = Field(description="The pass the event belongs to.")
+    type: str = Field(
+        description="`created`, `url_viewed`, `downloaded`, `installed`, `updated`, "
+        "`removed`, `voided` or `redeemed`."
+    )
+    metadata: dict[str, Any] = Field(
+        description="What the event records, by type (docs/api-decisions.md#event-metadata)."
+    )
+    created_at: str = Field(description="When it happened.")
 
     @classmethod
     def of(cls, record: PassEventRecord) -> "PassEventObject":
@@ -158,12 +206,17 @@ class PassEventObject(BaseModel):
 
 
 class DownloadLinkObject(BaseModel):
-    object: Literal["pass.download_link"] = "pass.download_link"
-    pass_id: str
-    url: str
-    expires_in: int
-    expires_at: str
-    created_at: str
+    object: Literal["pass.download_link"] = Field(
+        "pass.download_link", description="Always `pass.download_link`."
+    )
+    pass_id: str = Field(description="The pass the link resolves to.")
+    url: str = Field(
+        description="The link to hand to the holder. Its token is in this answer only "
+        "(Tessera keeps a hash of it), so the URL cannot be retrieved again."
+    )
+    expires_in: int = Field(description="Lifetime in seconds, as requested.")
+    expires_at: str = Field(description="When the link stops resolving (then it answers 410).")
+    created_at: str = Field(description="Creation timestamp (ISO 8601, UTC, milliseconds).")
 
     @classmethod
     def of(cls, record: DownloadLinkRecord, url: str) -> "DownloadLinkObject":
@@ -173,100 +226,6 @@ class DownloadLinkObject(BaseModel):
             expires_in=record.expires_in,
             expires_at=iso(record.expires_at),
             created_at=iso(record.created_at),
-        )
-
-
-class WebhookObject(BaseModel):
-    id: str
-    object: Literal["webhook"] = "webhook"
-    url: str
-    events: list[str]
-    description: str | None
-    enabled: bool
-    # "failing" when Tessera disabled it (docs/webhooks.md#auto-disable), and when; null else.
-    disabled_reason: Literal["failing"] | None
-    disabled_at: str | None
-    # Since when every attempt has failed, and how many in a row; null and 0 after a success.
-    failing_since: str | None
-    consecutive_failures: int
-    max_deliveries_per_second: int | None
-    created_at: str
-
-    @classmethod
-    def of(cls, view: WebhookView) -> "WebhookObject":
-        return cls(
-            id=view.id,
-            url=view.url,
-            events=view.events,
-            description=view.description,
-            enabled=view.enabled,
-            disabled_reason=view.disabled_reason,
-            disabled_at=_iso_or_none(view.disabled_at),
-            failing_since=_iso_or_none(view.failing_since),
-            consecutive_failures=view.consecutive_failures,
-            max_deliveries_per_second=view.max_deliveries_per_second,
-            created_at=iso(view.created_at),
-        )
-
-
-class WebhookWithSecret(WebhookObject):
-    secret: str
-
-    @classmethod
-    def created(cls, created: WebhookCreated) -> "WebhookWithSecret":
-        return cls(**WebhookObject.of(created).model_dump(), secret=created.secret)
-
-
-class DeliveryObject(BaseModel):
-    id: str
-    object: Literal["webhook_delivery"] = "webhook_delivery"
-    webhook_id: str
-    event_type: str
-    status: Literal["pending", "delivered", "failed", "dead"]
-    attempts: int
-    last_attempt_at: str | None
-    next_attempt_at: str | None
-    response_status: int | None
-    response_body: str | None
-    # What made the last attempt: the retry schedule or a resend/recover; null before any.
-    trigger: Literal["scheduled", "manual"] | None
-    created_at: str
-
-    @classmethod
-    def of(cls, record: DeliveryRecord) -> "DeliveryObject":
-        return cls(
-            id=record.id,
-            webhook_id=record.webhook_id,
-            event_type=record.event_type,
-            status=record.status,
-            attempts=record.attempts,
-            last_attempt_at=_iso_or_none(record.last_attempt_at),
-            next_attempt_at=_iso_or_none(record.next_attempt_at),
-            response_status=record.response_status,
-            response_body=record.response_body,
-            trigger=record.trigger,
-            created_at=iso(record.created_at),
-        )
-
-
-class RecoveryObject(BaseModel):
-    """What POST /v1/webhooks/{id}/recover re-queued (docs/webhooks.md#resend-and-recover)."""
-
-    object: Literal["webhook_recovery"] = "webhook_recovery"
-    webhook_id: str
-    since: str
-    until: str
-    requeued: int
-    created_at: str
-
-    @classmethod
-    def of(cls, recovery: WebhookRecovery) -> "RecoveryObject":
-        return cls(
-            webhook_id=recovery.webhook_id,
-            since=iso(recovery.since),
-            until=iso(recovery.until),
-            requeued=recovery.requeued,
-            created_at=iso(recovery.created_at),
         )
 
 
@@ -294,10 +253,16 @@ class BatchRowObject(_Sparse):
 
 
 class BatchObject(BaseModel):
-    object: Literal["batch"] = "batch"
-    data: list[BatchRowObject]
-    # With `bundle: true`, the bundle of the passes made; null otherwise, or when none was.
-    bundle: PassBundleObject | None = None
+    object: Literal["batch"] = Field("batch", description="Always `batch`.")
+    data: list[BatchRowObject] = Field(
+        description="One entry per row of the request, in order: its `index` and `status`, "
+        "and the `pass` made or the `error`."
+    )
+    bundle: PassBundleObject | None = Field(
+        None,
+        description="With `bundle: true`, the pass bundle of the passes made; null "
+        "otherwise, or when no row made a pass.",
+    )
 
 
 class JobErrorObject(_Sparse):
@@ -311,19 +276,28 @@ class JobErrorObject(_Sparse):
 
 
 class JobObject(BaseModel):
-    id: str
-    object: Literal["job"] = "job"
-    type: Literal["import_passes", "update_passes", "template_rollout"]
-    status: Literal["queued", "running", "succeeded", "failed", "canceled"]
-    template_id: str | None
-    total: int
-    processed: int
-    succeeded: int
-    failed: int
-    errors: list[JobErrorObject]
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
+    id: str = Field(description="Unique identifier, prefix `job_`.")
+    object: Literal["job"] = Field("job", description="Always `job`.")
+    type: Literal["import_passes", "update_passes", "template_rollout"] = Field(
+        description="`import_passes`, `update_passes`, or `template_rollout` (started by a "
+        "change of a template's design)."
+    )
+    status: Literal["queued", "running", "succeeded", "failed", "canceled"] = Field(
+        description="`queued`, `running`, then `succeeded` (at least one row succeeded), "
+        "`failed` or `canceled`."
+    )
+    template_id: str | None = Field(description="The template the job works on.")
+    total: int = Field(description="Rows (imports) or passes (updates, rollouts) to process.")
+    processed: int = Field(description="Processed so far; only grows.")
+    succeeded: int = Field(description="Succeeded so far.")
+    failed: int = Field(description="Failed so far.")
+    errors: list[JobErrorObject] = Field(
+        description="The first 100 failures, each with its `row` (imports, from 1) or "
+        "`pass_id`; every failure is in the results."
+    )
+    created_at: str = Field(description="Creation timestamp (ISO 8601, UTC, milliseconds).")
+    started_at: str | None = Field(description="When a worker started it; null while queued.")
+    finished_at: str | None = Field(description="When it finished; null until then.")
 
     @classmethod
     def of(cls, record: JobRecord) -> "JobObject":
@@ -345,16 +319,16 @@ class JobObject(BaseModel):
 
 
 class ListObject(BaseModel, Generic[T]):
-    object: Literal["list"] = "list"
-    data: list[T]
-    has_more: bool
+    object: Literal["list"] = Field("list", description="Always `list`.")
+    data: list[T] = Field(description="The objects of this page, newest first.")
+    has_more: bool = Field(description="Whether more objects follow.")
 
 
 class DeviceLogObject(BaseModel):
-    id: str
-    object: Literal["device_log"] = "device_log"
-    message: str
-    received_at: str
+    id: str = Field(description="Unique identifier, prefix `dlog_`.")
+    object: Literal["device_log"] = Field("device_log", description="Always `device_log`.")
+    message: str = Field(description="What the device logged.")
+    received_at: str = Field(description="When Tessera received it.")
 
     @classmethod
     def of(cls, view: DeviceLogView) -> "DeviceLogObject":
@@ -362,8 +336,10 @@ class DeviceLogObject(BaseModel):
 
 
 class DeletedObject(BaseModel):
-    id: str
-    deleted: Literal[True] = True
+    id: str = Field(description="The object's id.")
+    deleted: Literal[True] = Field(
+        True, description="Always true (a template is archived, not deleted)."
+    )
 
 
 _ERRORS: dict[int, str] = {

@@ -2,13 +2,25 @@
 
 `/openapi.json` is the public document: the v1 API, Variant A and the public pages. The
 operator API (`/admin/v1`) is left out of it; operators read its own document at
-`GET /admin/v1/openapi.json`, behind the admin token.
+`GET /admin/v1/openapi.json`, behind the admin token. Both get their summaries, descriptions,
+tags and examples from services/api/openapi_docs.py (docs/api-docs.md).
 """
 
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+
+from services.api.openapi_docs import (
+    OPERATIONS,
+    OPERATOR_OPERATIONS,
+    OPERATOR_TAGS,
+    PROPERTIES,
+    TAG_NAMES,
+    TAGS,
+    Doc,
+    Examples,
+)
 
 OPERATOR_PREFIX = "/admin/"
 
@@ -58,7 +70,64 @@ def _document(app: FastAPI, *, operator: bool) -> dict[str, Any]:
             "name": "x-api-key",
         }
     components["schemas"] = _used_schemas(document["paths"], components.get("schemas", {}))
+    if operator:
+        _describe(document, OPERATOR_OPERATIONS, OPERATOR_TAGS)
+    else:
+        _describe(document, OPERATIONS, TAGS)
+    _describe_properties(components["schemas"])
     return document
+
+
+def _describe(
+    document: dict[str, Any], docs: dict[tuple[str, str], Doc], tags: list[dict[str, str]]
+) -> None:
+    """Each operation's entry of `docs` applied; the tags the document uses, described."""
+    used: set[str] = set()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            doc = docs.get((method, path))
+            if doc is None:
+                # A route without an entry still gets the reference's tag names.
+                operation["tags"] = [TAG_NAMES.get(tag, tag) for tag in operation.get("tags", [])]
+            else:
+                _apply(operation, doc)
+            used.update(operation.get("tags", []))
+    document["tags"] = [tag for tag in tags if tag["name"] in used]
+
+
+def _apply(operation: dict[str, Any], doc: Doc) -> None:
+    operation["summary"] = doc.summary
+    operation["description"] = doc.description
+    operation["tags"] = [doc.tag]
+    responses: dict[str, Any] = operation.setdefault("responses", {})
+    if doc.responses is not None:
+        # The real answers of pages, files and redirects replace FastAPI's "200 JSON".
+        kept = {status: answer for status, answer in responses.items() if status[0] not in "23"}
+        responses = dict(sorted({**kept, **doc.responses}.items()))
+        operation["responses"] = responses
+    if doc.request:
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            body["examples"] = _examples(doc.request)
+    success = next((status for status in responses if status.startswith("2")), None)
+    if doc.response and success is not None:
+        content = responses[success].setdefault("content", {})
+        content.setdefault("application/json", {})["examples"] = _examples(doc.response)
+
+
+def _examples(examples: Examples) -> dict[str, Any]:
+    return {
+        name: {"summary": summary, "value": value} for name, (summary, value) in examples.items()
+    }
+
+
+def _describe_properties(schemas: dict[str, Any]) -> None:
+    """PROPERTIES' descriptions, for the properties whose model gives none."""
+    for name, schema in schemas.items():
+        fallback = PROPERTIES.get(name, {})
+        for prop, subschema in schema.get("properties", {}).items():
+            if "description" not in subschema and prop in fallback:
+                subschema["description"] = fallback[prop]
 
 
 def _used_schemas(paths: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:

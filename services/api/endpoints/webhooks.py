@@ -14,16 +14,14 @@ from services.api.accounts import Principal
 from services.api.delivery_schemas import DeliveryFilters, RecoverBody, delivery_filters
 from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import paging, require_id, send_command
-from services.api.objects import (
-    DeletedObject,
+from services.api.objects import DeletedObject, ListObject, responses
+from services.api.schemas import WebhookCreate, WebhookSecretRotate, WebhookUpdate
+from services.api.webhook_objects import (
     DeliveryObject,
-    ListObject,
     RecoveryObject,
     WebhookObject,
     WebhookWithSecret,
-    responses,
 )
-from services.api.schemas import WebhookCreate, WebhookSecretRotate, WebhookUpdate
 from services.webhooks.reads import DELIVERIES_LISTED
 from shared.errors import not_found
 from shared.ids import has_prefix
