@@ -110,8 +110,19 @@ class UpdatePass(_IssuerCommand[PassRecord]):
     result_type: ClassVar[type[BaseModel]] = PassRecord
     type: Literal["update_pass"] = "update_pass"
     pass_id: str
-    field_values: dict[str, str] | None = None
+    # The holder fields sent (holder_email, holder_name): a value, or None to remove it.
+    holder: dict[str, str | None] | None = None
+    # A None value removes the pass's own value: the field shows its template default again.
+    field_values: dict[str, str | None] | None = None
     metadata: dict[str, Any] | None = None
+
+
+class RedactPass(_IssuerCommand[PassRecord]):
+    """Erase a pass's personal data and void it (docs/privacy.md)."""
+
+    result_type: ClassVar[type[BaseModel]] = PassRecord
+    type: Literal["redact_pass"] = "redact_pass"
+    pass_id: str
 
 
 class VoidPass(_IssuerCommand[PassRecord]):
@@ -257,6 +268,7 @@ IssuerCommand = Annotated[
     | CreatePass
     | UpdatePass
     | VoidPass
+    | RedactPass
     | CreateDownloadLink
     | CreatePasses
     | AddImportRows

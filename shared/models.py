@@ -198,6 +198,8 @@ class DeliveryRecord(_Record):
     event_id: str
     event_type: str
     payload: str  # the exact body sent on every attempt (spec 6.3)
+    # The pass the event is about: a redaction finds its copies by it (docs/privacy.md).
+    pass_id: str | None = None
     status: DeliveryStatus = "pending"
     attempts: int = 0
     last_attempt_at: datetime | None = None

@@ -16,6 +16,7 @@ from pymongo.errors import DuplicateKeyError
 from shared.mongo import Database, Document, unjournaled
 from shared.outbox import Outbox
 from shared.pagination import Page, PageRequest, fetch_page
+from shared.redaction import erase_pass_data
 
 
 class ApiRepository:
@@ -121,6 +122,31 @@ class ApiRepository:
         await self._idempotency.update_one(
             {"_id": record_id, "state": "processing"}, {"$set": {"locked_until": at}}
         )
+
+    async def erase_pass_copies(self, account_id: str, mode: str, pass_id: str) -> int:
+        """Erase a redacted pass's personal data from the stored answers of idempotent
+        requests (a retry still answers, without it); how many were rewritten."""
+        copies = self._idempotency.find(
+            {
+                "account_id": account_id,
+                "mode": mode,
+                "$or": [
+                    {"response_body.id": pass_id},
+                    {"response_body.pass.id": pass_id},
+                    {"response_body.data.pass.id": pass_id},
+                ],
+            },
+            {"response_body": 1},
+        )
+        erased = 0
+        async for doc in copies:
+            body = doc["response_body"]
+            if erase_pass_data(body, pass_id):
+                await self._idempotency.update_one(
+                    {"_id": doc["_id"]}, {"$set": {"response_body": body}}
+                )
+                erased += 1
+        return erased
 
     async def window_count(self, window_id: str) -> int:
         """What a rate-limit window has counted so far, without counting."""

@@ -52,21 +52,46 @@ class _Body(StorableBody):
 
 
 class TemplateCreate(_Body):
-    name: str = Field(min_length=1, max_length=200)
-    type: TemplateType
-    apple_style: AppleStyle
-    design: Design
-    require_download_link: StrictBool = False
-    redemption: RedemptionInput | None = None
+    name: str = Field(
+        min_length=1, max_length=200, description="Display name, 1 to 200 characters."
+    )
+    type: TemplateType = Field(
+        description="`event`, `membership`, `coupon`, `loyalty` or `generic`; decides the "
+        "redemption defaults."
+    )
+    apple_style: AppleStyle = Field(
+        description="The Apple Wallet pass style: `eventTicket`, `generic`, `storeCard`, "
+        "`coupon` or `boardingPass`."
+    )
+    design: Design = Field(description="What every pass of the template shows (docs/templates.md).")
+    require_download_link: StrictBool = Field(
+        False,
+        description="When true, passes are reachable only through expiring download links; "
+        "their permanent URLs answer 404.",
+    )
+    redemption: RedemptionInput | None = Field(
+        None,
+        description="How often and when passes may be scanned in; left out: the type's defaults.",
+    )
 
 
 class TemplateUpdate(_Body):
-    name: str | None = Field(None, min_length=1, max_length=200)
-    design: Design | None = None
-    archived: StrictBool | None = None
-    require_download_link: StrictBool | None = None
+    name: str | None = Field(None, min_length=1, max_length=200, description="A new display name.")
+    design: Design | None = Field(
+        None,
+        description="A new design, replacing the old one whole; starts a `template_rollout` job.",
+    )
+    archived: StrictBool | None = Field(
+        None, description="true archives the template (no new passes); false restores it."
+    )
+    require_download_link: StrictBool | None = Field(
+        None, description="true makes the passes reachable only through download links, at once."
+    )
     # Replaces the policy whole, as `design` is replaced; null restores the type's defaults.
-    redemption: RedemptionInput | None = None
+    redemption: RedemptionInput | None = Field(
+        None,
+        description="A new policy, replacing the old one whole; null restores the type's defaults.",
+    )
 
 
 def _within_pass_limits(
@@ -80,11 +105,28 @@ def _within_pass_limits(
 
 
 class PassCreate(_Body):
-    template_id: str = Field(max_length=100)
-    holder_email: EmailStr | None = None
-    holder_name: str | None = Field(None, max_length=MAX_HOLDER_NAME_CHARS)
-    field_values: dict[str, str] = Field(default_factory=dict, max_length=100)
-    metadata: dict[str, Any] = Field(default_factory=dict, max_length=MAX_METADATA_KEYS)
+    template_id: str = Field(
+        max_length=100,
+        description="The template to issue the pass from (`tmpl_...`); it must not be archived.",
+    )
+    holder_email: EmailStr | None = Field(None, description="The holder's email address.")
+    holder_name: str | None = Field(
+        None,
+        max_length=MAX_HOLDER_NAME_CHARS,
+        description="The holder's name, up to 200 characters.",
+    )
+    field_values: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=100,
+        description="Values of the template's fields, by field key (strings); a field left "
+        "out shows its default.",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=MAX_METADATA_KEYS,
+        description="Your own data about the pass: up to 50 keys, any JSON values; never "
+        "shown to the holder.",
+    )
 
     @model_validator(mode="after")
     def _bounded(self) -> "PassCreate":
@@ -93,17 +135,46 @@ class PassCreate(_Body):
 
 
 class PassUpdate(_Body):
-    field_values: dict[str, str] | None = Field(None, max_length=100)
-    metadata: dict[str, Any] | None = Field(None, max_length=MAX_METADATA_KEYS)
+    holder_email: EmailStr | None = Field(
+        None, description="A corrected email address of the holder; null removes it."
+    )
+    holder_name: str | None = Field(
+        None,
+        max_length=MAX_HOLDER_NAME_CHARS,
+        description="A corrected name of the holder; null removes it. Pushed like a field.",
+    )
+    field_values: dict[str, str | None] | None = Field(
+        None,
+        max_length=100,
+        description="Values to change, by field key; a null value removes the pass's own "
+        "value, so the field shows its template default again.",
+    )
+    metadata: dict[str, Any] | None = Field(
+        None,
+        max_length=MAX_METADATA_KEYS,
+        description="Keys to set; a null value removes the key.",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> "PassUpdate":
-        if self.field_values is None and self.metadata is None:
-            raise ValueError("send field_values, metadata or both")
+        if not self.model_fields_set & PASS_UPDATE_FIELDS:
+            raise ValueError("send holder_name, holder_email, field_values or metadata")
+        for name in ("field_values", "metadata"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise InvalidRequest(
+                    f"{name} is an object; send null for a single key to remove it.",
+                    param=name,
+                    code="parameter_invalid",
+                )
         # Null values delete keys; what they would merge into is checked by the issuer.
+        values = {k: v for k, v in (self.field_values or {}).items() if v is not None}
         present = {k: v for k, v in (self.metadata or {}).items() if v is not None}
-        _within_pass_limits(self.field_values, present)
+        _within_pass_limits(values, present)
         return self
+
+
+PASS_UPDATE_FIELDS = frozenset({"holder_email", "holder_name", "field_values", "metadata"})
+HOLDER_FIELDS = ("holder_email", "holder_name")
 
 
 class DownloadLinkCreate(_Body):
@@ -135,13 +206,29 @@ def _webhook_url(value: str | None) -> str | None:
 # A per-webhook throttle (docs/webhooks.md); null: unlimited.
 MaxDeliveriesPerSecond = StrictInt | None
 THROTTLE = Field(None, ge=1, le=10_000, description="1 to 10000 deliveries a second, or null.")
+WEBHOOK_URL_HELP = "Where deliveries are posted: an absolute http(s) URL of a public address."
+WEBHOOK_EVENTS_HELP = (
+    "Webhook event types to deliver: `pass.issued`, `pass.add_intent`, `pass.added_to_wallet`, "
+    "`pass.update_pushed`, `pass.update_delivered`, `pass.removed`, `pass.voided`, "
+    "`pass.redeemed`, or `*` for all."
+)
 
 
 class WebhookCreate(_Body):
-    url: str = Field(min_length=1, max_length=2048)
-    events: list[WebhookEventType] = Field(min_length=1, max_length=20)
-    description: str | None = Field(None, max_length=500)
-    enabled: StrictBool = True
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description=WEBHOOK_URL_HELP,
+    )
+    events: list[WebhookEventType] = Field(
+        min_length=1,
+        max_length=20,
+        description=WEBHOOK_EVENTS_HELP,
+    )
+    description: str | None = Field(
+        None, max_length=500, description="Your description, up to 500 characters."
+    )
+    enabled: StrictBool = Field(True, description="Whether deliveries are sent.")
     max_deliveries_per_second: MaxDeliveriesPerSecond = THROTTLE
 
     _events = field_validator("events", mode="before")(_webhook_events)
@@ -149,10 +236,25 @@ class WebhookCreate(_Body):
 
 
 class WebhookUpdate(_Body):
-    url: str | None = Field(None, min_length=1, max_length=2048)
-    events: list[WebhookEventType] | None = Field(None, min_length=1, max_length=20)
-    description: str | None = Field(None, max_length=500)
-    enabled: StrictBool | None = None
+    url: str | None = Field(
+        None,
+        min_length=1,
+        max_length=2048,
+        description=WEBHOOK_URL_HELP,
+    )
+    events: list[WebhookEventType] | None = Field(
+        None,
+        min_length=1,
+        max_length=20,
+        description=WEBHOOK_EVENTS_HELP,
+    )
+    description: str | None = Field(
+        None, max_length=500, description="Your description, up to 500 characters."
+    )
+    enabled: StrictBool | None = Field(
+        None,
+        description="false pauses deliveries; true resumes them (and clears a disable by Tessera).",
+    )
     max_deliveries_per_second: MaxDeliveriesPerSecond = THROTTLE
 
     _events = field_validator("events", mode="before")(_webhook_events)
@@ -169,16 +271,18 @@ class WebhookSecretRotate(_Body):
 
 
 class AccountCreate(_Body):
-    name: str = Field(min_length=1, max_length=200)
-    plan: Literal["free", "paid"]
+    name: str = Field(
+        min_length=1, max_length=200, description="The account's name, 1 to 200 characters."
+    )
+    plan: Literal["free", "paid"] = Field(description="`free` (test keys only) or `paid`.")
 
 
 class AccountUpdate(_Body):
-    plan: Literal["free", "paid"]
+    plan: Literal["free", "paid"] = Field(description="The new plan: `free` or `paid`.")
 
 
 class ApiKeyCreate(_Body):
-    mode: Mode
+    mode: Mode = Field(description="The key's mode: `test` or `live`.")
 
 
 # Many passes at once (issue 12): the rows are checked one by one (`PassCreate`,
@@ -242,9 +346,19 @@ class ScanCreate(_Body):
     code: str | None = Field(
         None, min_length=1, max_length=MAX_CODE_CHARS, description="The barcode message read."
     )
-    pass_id: str | None = Field(None, max_length=100)
-    location: str | None = Field(None, max_length=MAX_LOCATION_CHARS)
-    metadata: dict[str, Any] = Field(default_factory=dict, max_length=MAX_METADATA_KEYS)
+    pass_id: str | None = Field(
+        None, max_length=100, description="The pass to scan, instead of `code`."
+    )
+    location: str | None = Field(
+        None,
+        max_length=MAX_LOCATION_CHARS,
+        description="Where it was scanned, e.g. `North gate` (up to 200 characters).",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=MAX_METADATA_KEYS,
+        description="Your own data about the scan, with the limits of pass metadata.",
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> "ScanCreate":
@@ -257,4 +371,8 @@ class ScanCreate(_Body):
 
 
 class ScannerKeyCreate(_Body):
-    name: str = Field(min_length=1, max_length=100)
+    name: str = Field(
+        min_length=1,
+        max_length=100,
+        description="A name for the device or gate, 1 to 100 characters.",
+    )

@@ -35,6 +35,14 @@ class EventsRepository:
         """Store an event once; False when its id was already recorded (a redelivery)."""
         return await self.record_many([event]) == 1
 
+    async def erase_metadata(self, account_id: str, mode: str, pass_id: str, kept: str) -> None:
+        """A redacted pass's events keep their type and time, not their metadata (which may
+        repeat what the pass held, or a scanner's notes): all but the redaction's own."""
+        await self._events.update_many(
+            {"account_id": account_id, "mode": mode, "pass_id": pass_id, "_id": {"$ne": kept}},
+            {"$set": {"metadata": {}}},
+        )
+
     async def record_many(self, events: Sequence[PassEventRecord]) -> int:
         """Store a batch with one unordered insert; events whose id was recorded before (a
         redelivery) are skipped without failing the others. How many were new."""

@@ -5,6 +5,7 @@ import logging
 from services.events.repository import EventsRepository
 from shared.messages import PassEventMessage
 from shared.models import PassEventRecord
+from shared.redaction import is_redaction
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,10 @@ async def record_events(repo: EventsRepository, events: list[PassEventMessage]) 
     stored = await repo.record_many([event_record(event) for event in events])
     if skipped := len(events) - stored:
         log.info("%d of %d events already recorded; redelivery ignored", skipped, len(events))
+    # Also on a redelivery: the erasure may not have run before the crash that caused it.
+    for event in events:
+        if is_redaction(event.event_type, event.metadata):
+            await repo.erase_metadata(event.account_id, event.mode, event.pass_id, event.id)
     return stored
 
 

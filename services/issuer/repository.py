@@ -22,6 +22,7 @@ from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_key
 from shared.mongo import Database, MongoClient
 from shared.outbox import Outbox, OutboxMessage
+from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 EXPIRED_LINK_KEPT = timedelta(days=30)
@@ -345,6 +346,33 @@ class UnitOfWork:
                 for message in messages
             ]
             await self._repo.outbox.documents.insert_many(documents, session=self._session)
+
+    async def erase_pass_copies(self, record: PassRecord) -> None:
+        """Erase the pass's personal data from the stored results of commands (a retried
+        request still answers, without it) and from its scan records (shared/redaction.py)."""
+        pass_id = record.id
+        copies = self._repo.processed.find(
+            {
+                "$or": [
+                    {"result.id": pass_id},
+                    {"result.pass_id": pass_id},
+                    {"result.rows.record.id": pass_id},
+                ]
+            },
+            {"result": 1},
+            session=self._session,
+        )
+        async for doc in copies:
+            result = doc["result"]
+            if erase_pass_data(result, pass_id):
+                await self._repo.processed.update_one(
+                    {"_id": doc["_id"]}, {"$set": {"result": result}}, session=self._session
+                )
+        await self._repo.db["scans"].update_many(
+            {"account_id": record.account_id, "mode": record.mode, "pass_id": pass_id},
+            {"$set": {"scanned_pass.holder_name": None, "scanned_pass.field_values": {}}},
+            session=self._session,
+        )
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
         await self._repo.processed.insert_one(

@@ -75,6 +75,7 @@ from shared.messages import (
     PassesCreated,
     PassEventMessage,
     PassEventType,
+    RedactPass,
     RedeemPass,
     StartJob,
     UpdatePass,
@@ -228,6 +229,8 @@ class IssuerService:
                 return await self._update_pass(command)
             case VoidPass():
                 return await self._void_pass(command)
+            case RedactPass():
+                return await self._redact_pass(command)
             case CreateDownloadLink():
                 return await self._create_download_link(command)
             case CreatePasses():
@@ -406,7 +409,9 @@ class IssuerService:
         result = PassesCreated(rows=rows_out, bundle=bundle)
         return Outcome(result, apply, events=[new.event for new in made])
 
-    async def _pass_or_404(self, cmd: UpdatePass | VoidPass | CreateDownloadLink) -> PassRecord:
+    async def _pass_or_404(
+        self, cmd: UpdatePass | VoidPass | RedactPass | CreateDownloadLink
+    ) -> PassRecord:
         record = await self._repo.pass_(cmd.account_id, cmd.mode, cmd.pass_id)
         if record is None:
             raise not_found("pass", cmd.pass_id)
@@ -424,7 +429,12 @@ class IssuerService:
         metadata = dict(record.metadata)
         if cmd.field_values is not None:
             check_field_values(design, cmd.field_values)
-            field_values.update(cmd.field_values)
+            for key, value in cmd.field_values.items():
+                # A null value removes the pass's own value: the template default shows again.
+                if value is None:
+                    field_values.pop(key, None)
+                else:
+                    field_values[key] = value
         for key, value in (cmd.metadata or {}).items():
             # A null value removes the key, as in Stripe's metadata.
             if value is None:
@@ -434,8 +444,10 @@ class IssuerService:
         # A PATCH adds to what is stored: the limits hold for the merged pass (F10).
         check_pass_limits(field_values, metadata)
         check_metadata_dates(metadata)
+        holder = cmd.holder or {}
         updated = record.model_copy(
             update={
+                **holder,
                 "field_values": field_values,
                 "metadata": metadata,
                 "version": record.version + 1,
@@ -443,12 +455,49 @@ class IssuerService:
                 "updated_at": self._clock.now(),
             }
         )
+        # The names of what changed, never the values: events are kept and sent on.
         changed = {
             "stage": "pushed",
             "field_values": sorted(cmd.field_values or {}),
             "metadata": sorted(cmd.metadata or {}),
         }
+        if holder:
+            changed["holder"] = sorted(holder)
         return await self._store_pass(updated, template, design, "updated", changed, insert=False)
+
+    async def _redact_pass(self, cmd: RedactPass) -> Outcome:
+        """Erase the holder's data, field values and metadata, void the pass, rebuild its file
+        without them, and erase the issuer's own copies in the same transaction (stored
+        command results, scan records). The `voided` event (reason "redacted") tells the
+        events and webhooks services to erase theirs (docs/privacy.md)."""
+        record = await self._pass_or_404(cmd)
+        template = await self._template_or_404(cmd, record.template_id, None)
+        now = self._clock.now()
+        redacted = record.model_copy(
+            update={
+                "holder_email": None,
+                "holder_name": None,
+                "field_values": {},
+                "metadata": {},
+                "voided": True,
+                "voided_at": record.voided_at or now,
+                "version": record.version + 1,
+                "design_version": template.design_version,
+                "updated_at": now,
+            }
+        )
+        design = Design.from_stored(template.design)
+        outcome = await self._store_pass(
+            redacted, template, design, "voided", {"reason": "redacted"}, insert=False
+        )
+        store = outcome.apply
+
+        async def apply(uow: UnitOfWork) -> None:
+            await store(uow)
+            await uow.erase_pass_copies(record)
+
+        outcome.apply = apply
+        return outcome
 
     async def _void_pass(self, cmd: VoidPass) -> Outcome:
         record = await self._pass_or_404(cmd)

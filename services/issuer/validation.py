@@ -1,5 +1,6 @@
 """The issuer's checks of what a command asks for, each failing with the offending `param`."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,7 +35,7 @@ def validate_design(
     return model
 
 
-def check_field_values(design: Design, values: dict[str, str]) -> None:
+def check_field_values(design: Design, values: Mapping[str, str | None]) -> None:
     """Every key a field of the design; a date field's date one pass.json can hold."""
     known = design.field_keys()
     for key in values:

@@ -105,6 +105,7 @@ def _delivery(
             "webhook_id": hook.id,
             "event_id": event.id,
             "event_type": kind,
+            "pass_id": event.pass_id,
             "payload": payload.body(event, kind),
             "status": "dead" if missed else "pending",
             "next_attempt_at": None if missed else first_attempt_at(now, delays),

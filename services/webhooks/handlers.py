@@ -21,6 +21,7 @@ from shared.clock import Clock
 from shared.event_batches import EventBatchConsumer, ReceivedBatch
 from shared.logs import account_id_var
 from shared.messages import WEBHOOKS_CONSUMER, PassEventMessage
+from shared.redaction import is_redaction
 
 # Batches in hand at once per replica: while one waits on its first attempts' answers or on
 # its insert, the others are fanned out. Measured with bench.webhooks (10 webhooks x 200
@@ -45,5 +46,9 @@ def register(
         again = events.redelivered if isinstance(events, ReceivedBatch) else frozenset()
         if planned:
             await scheduler.store_new(planned, webhooks, frozenset(events[i].id for i in again))
+        # After the batch's own deliveries are stored, so none of them escapes it.
+        for event in events:
+            if is_redaction(event.event_type, event.metadata):
+                await repo.erase_pass_copies(event.account_id, event.mode, event.pass_id, event.id)
 
     return [EventBatchConsumer(broker, WEBHOOKS_CONSUMER, fan_out) for _ in range(FETCHERS)]

@@ -35,4 +35,8 @@ def payload(event: PassEventMessage, webhook_type: str) -> dict[str, Any]:
 def body(event: PassEventMessage, webhook_type: str) -> str:
     """Compact JSON, ASCII only (non-ASCII characters escaped), so the bytes on the wire and
     the string a receiver verifies can never differ by an encoding."""
-    return json.dumps(payload(event, webhook_type), separators=(",", ":"))
+    return compact_json(payload(event, webhook_type))
+
+
+def compact_json(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"))

@@ -1,5 +1,7 @@
 """Every MongoDB call of the webhooks service: subscriptions and their deliveries."""
 
+import json
+import re
 import secrets
 from collections.abc import Collection
 from datetime import datetime, timedelta
@@ -8,8 +10,10 @@ from typing import Any, Literal
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from services.webhooks.payload import compact_json
 from shared.models import DeliveryRecord, WebhookRecord
 from shared.mongo import Database, duplicates_only
+from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 # What inserting a webhook came to: stored; beaten by a replay of the same create command; or
@@ -45,6 +49,7 @@ class WebhookRepository:
         await self.deliveries.create_index([("webhook_id", ASCENDING), ("_id", DESCENDING)])
         await self.deliveries.create_index([("status", ASCENDING), ("next_attempt_at", ASCENDING)])
         await self.deliveries.create_index("manual_at", sparse=True)
+        await self.deliveries.create_index("pass_id", sparse=True)
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
 
     # -- subscriptions -------------------------------------------------------------------------
@@ -165,6 +170,34 @@ class WebhookRepository:
             refused = duplicates_only(exc)
             return [record for index, record in enumerate(records) if index not in refused]
         return list(records)
+
+    async def erase_pass_copies(
+        self, account_id: str, mode: str, pass_id: str, kept_event_id: str
+    ) -> int:
+        """Erase a redacted pass's personal data from the bodies of its deliveries (kept in
+        the history, and sent again by a retry or a resend), their event metadata, and the
+        answers receivers gave; all but the redaction's own deliveries. How many changed."""
+        scope = {"account_id": account_id, "mode": mode, "event_id": {"$ne": kept_event_id}}
+        # Deliveries stored before `pass_id` existed are found by the id in their body.
+        legacy = {"pass_id": {"$exists": False}, "payload": {"$regex": re.escape(pass_id)}}
+        cursor = self.deliveries.find(
+            {**scope, "$or": [{"pass_id": pass_id}, legacy]}, {"payload": 1}
+        )
+        erased = 0
+        async for doc in cursor:
+            body = json.loads(doc["payload"])
+            data = body.get("data", {})
+            if data.get("pass", {}).get("id") != pass_id:
+                continue
+            erase_pass_data(data, pass_id)
+            if isinstance(data.get("event"), dict):
+                data["event"]["metadata"] = {}
+            await self.deliveries.update_one(
+                {"_id": doc["_id"]},
+                {"$set": {"payload": compact_json(body), "response_body": None}},
+            )
+            erased += 1
+        return erased
 
     # -- delivery scheduling (claims with a lease, then the outcome of the attempt) -----------
 

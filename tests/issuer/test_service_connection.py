@@ -32,7 +32,8 @@ FIRST_STATEMENT = b"startTransaction"
 @pytest.fixture
 async def proxy(mongo_url: str) -> AsyncIterator[CuttingProxy]:
     address = urlsplit(mongo_url)
-    assert address.hostname is not None and address.port is not None
+    assert address.hostname is not None
+    assert address.port is not None
     async with cutting_proxy(address.hostname, address.port) as running:
         yield running
 

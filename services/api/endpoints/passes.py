@@ -1,4 +1,4 @@
-"""/v1/passes: issue, list, retrieve, update, void; and the events of one pass."""
+"""/v1/passes: issue, list, retrieve, update, void, redact; and the events of one pass."""
 
 from typing import Annotated
 
@@ -15,9 +15,9 @@ from services.api.endpoints.common import (
     send_command,
 )
 from services.api.objects import ListObject, PassEventObject, PassObject, responses
-from services.api.schemas import PassCreate, PassUpdate
+from services.api.schemas import HOLDER_FIELDS, PassCreate, PassUpdate
 from shared.errors import not_found
-from shared.messages import CreatePass, UpdatePass, VoidPass
+from shared.messages import CreatePass, RedactPass, UpdatePass, VoidPass
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/passes", tags=["passes"])
@@ -101,6 +101,8 @@ async def update_pass(
 ) -> JSONResponse:
     require_id(pass_id, "pass", "pass")
     data = body.model_dump(mode="json", exclude_unset=True)
+    changes = dict(data)
+    holder = {name: changes.pop(name) for name in HOLDER_FIELDS if name in changes}
     site = ctx.settings.site_url
     return await send_command(
         ctx,
@@ -108,9 +110,39 @@ async def update_pass(
         request,
         idempotency_key,
         data,
-        lambda base: UpdatePass(**base, pass_id=pass_id, **data),
+        lambda base: UpdatePass(**base, pass_id=pass_id, holder=holder or None, **changes),
         lambda record: PassObject.of(record, site),
     )
+
+
+@router.post(
+    "/{pass_id}/redact",
+    summary="Redact a pass: erase its holder's data and void it",
+    responses=responses(PassObject, 400, 401, 403, 404, 409, 500),
+)
+async def redact_pass(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    pass_id: str,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """Erases the holder's name and email, the field values and the metadata of the pass, and
+    every copy Tessera keeps of them (docs/privacy.md); voids the pass, rebuilds its file
+    without them, and records a `voided` event with `metadata.reason: "redacted"`."""
+    require_id(pass_id, "pass", "pass")
+    site = ctx.settings.site_url
+    answer = await send_command(
+        ctx,
+        principal,
+        request,
+        idempotency_key,
+        None,
+        lambda base: RedactPass(**base, pass_id=pass_id),
+        lambda record: PassObject.of(record, site),
+    )
+    await ctx.repo.erase_pass_copies(principal.account_id, principal.mode, pass_id)
+    return answer
 
 
 @router.delete(
