@@ -7,7 +7,12 @@ scan records. `erase_pass_data` rewrites any such JSON-like value in place: ever
 is the pass (its `id` is the pass id, and it carries pass data) loses its personal data.
 """
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 REDACTED_REASON = "redacted"
 # What a copy of a pass may carry that is the holder's or about them, and what it becomes.
@@ -43,3 +48,30 @@ def erase_pass_data(value: Any, pass_id: str) -> bool:
 def is_redaction(event_type: str, metadata: dict[str, Any]) -> bool:
     """The `voided` event a redaction records."""
     return event_type == "voided" and metadata.get("reason") == REDACTED_REASON
+
+
+# Events of a pass published before its redaction can still be recorded or fanned out just
+# after it: consumers take batches in parallel, so an older batch may finish after a newer one.
+# Each service therefore erases once when it sees the redaction and once more this much later.
+SETTLE_SECONDS = 10.0
+
+
+class ErasureAgain:
+    """The second erasure of each redaction, run `SETTLE_SECONDS` later in the background. A
+    process that stops first loses it; a repeated redaction erases again (docs/privacy.md)."""
+
+    def __init__(self, delay: float = SETTLE_SECONDS):
+        self._delay = delay
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def schedule(self, erase: Callable[[], Awaitable[object]]) -> None:
+        task = asyncio.create_task(self._later(erase))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _later(self, erase: Callable[[], Awaitable[object]]) -> None:
+        await asyncio.sleep(self._delay)
+        try:
+            await erase()
+        except Exception:  # the first erasure stands; a repeated redaction erases again
+            log.exception("the second erasure of a redaction failed")

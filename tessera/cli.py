@@ -98,6 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
         "%(default)s)",
     )
     up_cmd.add_argument(
+        "--nats-cluster",
+        dest="nats_nodes",
+        type=int,
+        choices=[1, 3, 5],
+        default=1,
+        metavar="N",
+        help="run N nats-server nodes (1, 3 or 5) as one JetStream cluster, every stream "
+        "with N replicas, so the stack rides out the loss of a node (docs/scaling.md; "
+        "default: %(default)s, a single server)",
+    )
+    up_cmd.add_argument(
         "--no-logs",
         dest="stream_logs",
         action="store_false",
@@ -133,7 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "up":
-        return up(args.data_dir, args.host, args.port, args.replicas, stream_logs=args.stream_logs)
+        return up(
+            args.data_dir,
+            args.host,
+            args.port,
+            args.replicas,
+            stream_logs=args.stream_logs,
+            nats_nodes=args.nats_nodes,
+        )
     if args.command in ("import", "jobs"):
         return _jobs_command(args)
     created = asyncio.run(_create_account(_mongo_url(args.data_dir), args.name, args.plan))

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from cryptography.fernet import Fernet
 from dotenv import dotenv_values
@@ -29,6 +30,13 @@ from shared.settings import env_file
 from tessera.datalock import DataDirBusy, lock_data_dir
 from tessera.devaccount import ensure_dev_account
 from tessera.logstream import LogStream
+from tessera.nats_cluster import (
+    NatsNode,
+    client_urls,
+    plan_nodes,
+    routes,
+    wait_meta_leader,
+)
 from tessera.processes import (
     PORT_OFFSETS,
     SERVICES,
@@ -106,7 +114,15 @@ def _replicas(host: str, port: int, count: int) -> list[Replica]:
     return replicas
 
 
-def up(data_dir: Path, host: str, port: int, replicas: int = 1, *, stream_logs: bool = True) -> int:
+def up(
+    data_dir: Path,
+    host: str,
+    port: int,
+    replicas: int = 1,
+    *,
+    stream_logs: bool = True,
+    nats_nodes: int = 1,
+) -> int:
     shown = data_dir
     data_dir = data_dir.resolve()
     try:
@@ -115,12 +131,14 @@ def up(data_dir: Path, host: str, port: int, replicas: int = 1, *, stream_logs: 
         _say(str(busy))
         return 1
     try:
-        return _up(data_dir, host, port, replicas, stream_logs)
+        return _up(data_dir, host, port, replicas, stream_logs, nats_nodes)
     finally:
         os.close(lock)
 
 
-def _up(data_dir: Path, host: str, port: int, replicas: int, stream_logs: bool) -> int:
+def _up(
+    data_dir: Path, host: str, port: int, replicas: int, stream_logs: bool, nats_nodes: int
+) -> int:
     ready_file = data_dir / "ready.json"
     ready_file.unlink(missing_ok=True)
     logs = data_dir / "logs"
@@ -133,7 +151,15 @@ def _up(data_dir: Path, host: str, port: int, replicas: int, stream_logs: bool) 
         deadline = time.monotonic() + START_TIMEOUT
         members = _replicas(host, port, replicas)
         nats_url = env.get("TESSERA_NATS_URL")
-        if not nats_url:
+        cluster: list[NatsNode] = []
+        if not nats_url and nats_nodes > 1:
+            cluster = plan_nodes(host, nats_nodes, data_dir)
+            all_routes = routes(cluster)
+            for node in cluster:
+                log = logs / f"{node.name}.log"
+                infra.append(Child(node.name, node.argv(all_routes), env, log))
+            nats_url = client_urls(cluster)
+        elif not nats_url:
             nats_port = free_port(host)
             infra.append(
                 Child("nats", nats_argv(host, nats_port, data_dir / "nats"), env, logs / "nats.log")
@@ -155,10 +181,15 @@ def _up(data_dir: Path, host: str, port: int, replicas: int, stream_logs: bool) 
             child.start()
         for child in infra:
             port_ = int(
-                child.argv[child.argv.index("-p" if child.name == "nats" else "--port") + 1]
+                child.argv[child.argv.index("--port" if child.name == "mongodb" else "-p") + 1]
             )
             wait_tcp(host, port_, deadline)
+        if cluster:
+            wait_meta_leader(cluster, deadline)
         stack_env = _stack_env(data_dir, host, port, nats_url, mongo_url)
+        if cluster:
+            # Every stream keeps a copy on each node (shared/nats.py ensure_streams).
+            stack_env["TESSERA_EVENTS_STREAM_REPLICAS"] = str(nats_nodes)
         services = [
             Child(r.name, service_argv(r.service), stack_env | r.env(), logs / f"{r.name}.log")
             for r in members
@@ -170,13 +201,15 @@ def _up(data_dir: Path, host: str, port: int, replicas: int, stream_logs: bool) 
         for member, child in zip(members, services, strict=True):
             wait_ready(f"http://{host}:{member.port(port)}/readyz", deadline, child)
         account = asyncio.run(ensure_dev_account(data_dir, mongo_url, stack_env))
-        ready = {
+        ready: dict[str, Any] = {
             "base_url": stack_env["TESSERA_BASE_URL"],
             "site_url": stack_env["TESSERA_SITE_URL"],
             "wallet_url": stack_env["TESSERA_WALLET_URL"],
             "nats_url": nats_url,
             "mongodb_url": mongo_url,
         }
+        if cluster:
+            ready["nats_nodes"] = [node.describe() for node in cluster]
         ready_file.write_text(json.dumps(ready, indent=2) + "\n")
         _banner(
             ready,
@@ -256,8 +289,17 @@ def _webhook_target_lines(private_allowed: bool) -> list[str]:
     ]
 
 
+def _nats_lines(ready: dict[str, Any]) -> list[str]:
+    nodes = ready.get("nats_nodes")
+    if not nodes:
+        return [f"  NATS           {ready['nats_url']}"]
+    lines = [f"  NATS cluster   {len(nodes)} nodes, every stream with {len(nodes)} replicas"]
+    lines += [f"    {n['name']:<12} {n['url']}   (monitoring {n['monitor_url']})" for n in nodes]
+    return lines
+
+
 def _banner(
-    ready: dict[str, str],
+    ready: dict[str, Any],
     account: dict[str, str],
     data_dir: Path,
     members: list[Replica],
@@ -275,7 +317,7 @@ def _banner(
         f"  Pass pages     {ready['site_url']}/p/<id>   (each pass's url)",
         f"  Scanner page   {ready['site_url']}/scan",
         f"  Wallet service {ready['wallet_url']}",
-        f"  NATS           {ready['nats_url']}",
+        *_nats_lines(ready),
         f"  MongoDB        {ready['mongodb_url']}",
         f"  Data           {data_dir}",
         f"  Logs           {data_dir / 'logs'}/*.log   (JSON, one file per process)",

@@ -152,11 +152,17 @@ class PassObject(BaseModel):
     download_url: str = Field(
         description="Direct download of the signed `.pkpass`, under {site_url}."
     )
+    google_save_url: str | None = Field(
+        description="Save to Google Wallet: a link under {site_url} that records the "
+        "`add_intent` and redirects (302) to Google's save link for the pass's current "
+        "version. Null when Tessera has no Google Wallet issuer (Apple-only live mode)."
+    )
     created_at: str = Field(description="Creation timestamp (ISO 8601, UTC, milliseconds).")
 
     @classmethod
     def of(cls, record: PassRecord, site_url: str) -> "PassObject":
         url, download_url = pass_urls(site_url, record.short_id)
+        google = None if record.google_save_url is None else f"{url}/google"
         return cls(
             id=record.id,
             short_id=record.short_id,
@@ -177,6 +183,7 @@ class PassObject(BaseModel):
             google_status=record.google_status,
             url=url,
             download_url=download_url,
+            google_save_url=google,
             created_at=iso(record.created_at),
         )
 

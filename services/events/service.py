@@ -1,13 +1,16 @@
 """Recording lifecycle events exactly once, a consumer's batch at a time."""
 
 import logging
+from functools import partial
 
 from services.events.repository import EventsRepository
 from shared.messages import PassEventMessage
 from shared.models import PassEventRecord
-from shared.redaction import is_redaction
+from shared.redaction import ErasureAgain, is_redaction
 
 log = logging.getLogger(__name__)
+# A redaction's events: erased again once older batches in flight are recorded.
+_ERASE_AGAIN = ErasureAgain()
 
 
 def event_record(event: PassEventMessage) -> PassEventRecord:
@@ -32,7 +35,11 @@ async def record_events(repo: EventsRepository, events: list[PassEventMessage]) 
     # Also on a redelivery: the erasure may not have run before the crash that caused it.
     for event in events:
         if is_redaction(event.event_type, event.metadata):
-            await repo.erase_metadata(event.account_id, event.mode, event.pass_id, event.id)
+            erase = partial(
+                repo.erase_metadata, event.account_id, event.mode, event.pass_id, event.id
+            )
+            await erase()
+            _ERASE_AGAIN.schedule(erase)
     return stored
 
 

@@ -12,6 +12,8 @@ the redelivery create only what is missing, and a redelivered event's first atte
 only after its deliveries are stored.
 """
 
+from functools import partial
+
 from faststream.nats import NatsBroker
 
 from services.webhooks.delivery import plan_deliveries
@@ -21,7 +23,7 @@ from shared.clock import Clock
 from shared.event_batches import EventBatchConsumer, ReceivedBatch
 from shared.logs import account_id_var
 from shared.messages import WEBHOOKS_CONSUMER, PassEventMessage
-from shared.redaction import is_redaction
+from shared.redaction import ErasureAgain, is_redaction
 
 # Batches in hand at once per replica: while one waits on its first attempts' answers or on
 # its insert, the others are fanned out. Measured with bench.webhooks (10 webhooks x 200
@@ -38,6 +40,7 @@ def register(
 ) -> list[EventBatchConsumer]:
     """The consumers that fan events out (FETCHERS of them on the one durable); workers for
     the app's `running`."""
+    erase_again = ErasureAgain()
 
     async def fan_out(events: list[PassEventMessage]) -> None:
         accounts = {event.account_id for event in events}
@@ -49,6 +52,10 @@ def register(
         # After the batch's own deliveries are stored, so none of them escapes it.
         for event in events:
             if is_redaction(event.event_type, event.metadata):
-                await repo.erase_pass_copies(event.account_id, event.mode, event.pass_id, event.id)
+                erase = partial(
+                    repo.erase_pass_copies, event.account_id, event.mode, event.pass_id, event.id
+                )
+                await erase()
+                erase_again.schedule(erase)
 
     return [EventBatchConsumer(broker, WEBHOOKS_CONSUMER, fan_out) for _ in range(FETCHERS)]

@@ -41,6 +41,7 @@ def test_apple_only_credentials_issue_live_passes_without_a_google_link(
         template = create_template(live)
         issued = create_pass(live, template["id"])
         assert (issued["mode"], issued["google_status"]) == ("live", None)
+        assert issued["google_save_url"] is None
         download = live.get(issued["download_url"])
         assert download.status_code == 200
         root_ca = stack.work_dir / "apple" / "root-ca.pem"

@@ -88,6 +88,20 @@ def test_create_returns_the_pass_object(ctx: Ctx) -> None:
     assert ok(ctx.client.get(f"/v1/passes/{pass_['id']}")) == pass_
 
 
+def test_google_save_url_redirects_to_googles_save_link(ctx: Ctx) -> None:
+    pass_ = create_pass(ctx.client, ctx.template_id)
+    assert pass_["google_save_url"] == f"{pass_['url']}/google"
+    saved = ctx.client.get(pass_["google_save_url"], follow_redirects=False)
+    assert saved.status_code == 302
+    assert saved.headers["location"].startswith("https://pay.google.com/gp/v/save/")
+    # Batch rows carry it too (their replies leave the long signed link itself out).
+    batch = ok(
+        ctx.client.post("/v1/passes/batch", json={"passes": [{"template_id": ctx.template_id}]})
+    )
+    row = batch["data"][0]["pass"]
+    assert row["google_save_url"] == f"{row['url']}/google"
+
+
 def test_create_with_only_a_template_id(ctx: Ctx) -> None:
     pass_ = create_pass(ctx.client, ctx.template_id)
     assert pass_["holder_email"] is None

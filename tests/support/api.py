@@ -28,6 +28,7 @@ PASS_KEYS = {
     "design_version",
     "url",
     "download_url",
+    "google_save_url",
     "created_at",
     "redemption_count",
     "last_redeemed_at",

@@ -115,6 +115,7 @@ PASS: dict[str, Any] = {
     "google_status": None,
     "url": PAGE_URL,
     "download_url": DOWNLOAD_URL,
+    "google_save_url": f"{PAGE_URL}/google",
     "created_at": CREATED,
 }
 PASS_UPDATE: dict[str, Any] = {"field_values": {"seat": "F14"}}

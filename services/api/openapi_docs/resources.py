@@ -87,7 +87,9 @@ OPERATIONS: dict[tuple[str, str], Doc] = {
         PASSES,
         "Update a pass",
         "Merges `field_values` and `metadata` into the pass's (a metadata key sent as `null` is "
-        "removed); `holder_name` and `holder_email` correct the holder's data. The pass's "
+        "removed; a field value sent as `null` is removed, so the field shows its template "
+        "default again); `holder_name` and `holder_email` correct the holder's data (`null` "
+        "removes it). The pass's "
         "`.pkpass` is rebuilt and re-signed, installed copies are updated by push, and one "
         "`updated` event is recorded (webhooks: `pass.update_pushed`). A voided pass answers "
         "400 `pass_voided`." + IDEMPOTENT,
@@ -108,8 +110,9 @@ OPERATIONS: dict[tuple[str, str], Doc] = {
         "Honours an erasure request: erases the holder's data (`holder_name`, `holder_email`), "
         "the field values and the metadata, and their copies in events, webhook deliveries and "
         "scans; voids the pass, rebuilds its file without personal data and records a `voided` "
-        'event with `metadata.reason: "redacted"`. What remains: ids, timestamps and counts. '
-        "No request body.",
+        'event with `metadata.reason: "redacted"`. What remains: ids, timestamps and counts '
+        "(docs/privacy.md). No request body. Redacting again is allowed: it erases again and "
+        "records another event." + IDEMPOTENT,
         response=one(ex.REDACTED_PASS),
     ),
     ("get", "/v1/passes/{pass_id}/events"): Doc(
