@@ -140,6 +140,45 @@ def test_scale_out_example() -> None:
             assert not service.get("ports"), f"{name} publishes a port but runs replicated"
 
 
+def _cluster() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "docker-compose.cluster.yml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def _option(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def test_the_cluster_file_runs_three_routed_nodes_and_every_service_uses_all_of_them() -> None:
+    """docker-compose.cluster.yml (issue 17): three JetStream nodes, each with its own name,
+    volume and the routes of all three; every service lists the three client URLs, makes its
+    streams with three replicas, waits for every node, and its settings accept both."""
+    cluster = _cluster()
+    services = cluster["services"]
+    nodes = [name for name, service in services.items() if "nats" in service.get("image", "")]
+    assert nodes == ["nats", "nats-2", "nats-3"]
+    assert nodes[0] in _compose()  # node 1 replaces the base file's single server
+    routes = {f"nats://{node}:6222" for node in nodes}
+    names, volumes = set(), set()
+    for node in nodes:
+        command = services[node]["command"]
+        assert "-js" in command
+        assert _option(command, "--cluster_name") == "tessera"
+        assert set(_option(command, "--routes").split(",")) == routes
+        names.add(_option(command, "-n"))
+        volumes.add(services[node]["volumes"][0].split(":")[0])
+    assert len(names) == len(volumes) == 3
+    assert volumes - {"nats-data"} <= set(cluster["volumes"])
+    for name, cls in SETTINGS.items():
+        env = services[name]["environment"]
+        urls = env["TESSERA_NATS_URL"].split(",")
+        assert urls == [f"nats://{node}:4222" for node in nodes]
+        assert int(env["TESSERA_EVENTS_STREAM_REPLICAS"]) == len(nodes)
+        assert set(services[name]["depends_on"]) >= set(nodes)
+        assert set(env) <= accepted_names(cls), name
+
+
 def test_image_runs_as_non_root() -> None:
     users = re.findall(r"^USER\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
     assert users, "the Dockerfile never switches away from root"
