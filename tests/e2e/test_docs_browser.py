@@ -11,21 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Route
 from playwright.sync_api import expect as page_expect
 
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, chromium, running_playwright
 from tests.support.stack import Stack
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # Every CSP violation of the page, whatever the console says about it.
 RECORD_VIOLATIONS = """
 window.__violations = [];
@@ -34,28 +25,13 @@ document.addEventListener("securitypolicyviolation", (event) => {
 });
 """
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (.ci/run)"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
-def playwright() -> Iterator[Playwright]:
-    with sync_playwright() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(playwright: Playwright) -> Iterator[Browser]:
-    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    try:
+def browser() -> Iterator[Browser]:
+    with running_playwright() as playwright, chromium(playwright) as launched:
         yield launched
-    finally:
-        launched.close()
 
 
 @dataclass

@@ -18,46 +18,27 @@ import httpx2
 import pytest
 import zxingcpp
 from PIL import Image, ImageDraw
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
 from tests.support.api import TEMPLATE_BODY, create_template, ok
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, chromium, running_playwright
 from tests.support.inproc_api import ManualClock, running_api
 from tests.support.stack import Account, Stack
 from tests.support.user_agents import ANDROID, DESKTOP
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (.ci/run)"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
-    with sync_playwright() as running:
+    with running_playwright() as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
-    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    try:
+    with chromium(playwright) as launched:
         yield launched
-    finally:
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -29,23 +29,13 @@ from playwright.sync_api import (
 from playwright.sync_api import expect as page_expect
 
 from tests.support.api import TEMPLATE_BODY, create_template
+from tests.support.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 from tests.support.emulated_iphone import InstalledPass
 from tests.support.stack import Account, Stack
 from tests.support.y4m import Symbology, phone_showing, write_y4m
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # A camera without a person: grant it without asking, and film a fake device.
-    "--use-fake-ui-for-media-stream",
-    "--use-fake-device-for-media-stream",
-]
+# A camera without a person: grant it without asking, and film a fake device.
+CAMERA_ARGS = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"]
 # A phone held upright (iPhone 13's viewport): the page is made for it.
 PHONE = ViewportSize(width=390, height=844)
 FPS = 5
@@ -177,8 +167,10 @@ def launch(playwright: Playwright) -> Iterator[Callable[[Path | None], Browser]]
     browsers: list[Browser] = []
 
     def start(video: Path | None) -> Browser:
-        args = CHROMIUM_ARGS + ([f"--use-file-for-fake-video-capture={video}"] if video else [])
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+        args = CAMERA_ARGS + ([f"--use-file-for-fake-video-capture={video}"] if video else [])
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS + args
+        )
         browsers.append(browser)
         return browser
 
@@ -391,7 +383,7 @@ def test_the_page_and_its_files_are_served_strictly_and_it_installs(
     context = playwright.chromium.launch_persistent_context(
         tmp_path / "profile",
         executable_path=str(CHROMIUM),
-        args=CHROMIUM_ARGS,
+        args=CHROMIUM_ARGS + CAMERA_ARGS,
         viewport=PHONE,
         device_scale_factor=2,
         is_mobile=True,

@@ -23,7 +23,12 @@ from shared.messages import CreatePass
 from shared.models import PassRecord, TemplateRecord
 from shared.mongo import MongoClient, create_client
 from shared.outbox import Outbox
-from tests.support.issuer import command_base, dev_artifacts, template_command
+from tests.support.issuer import (
+    command_base,
+    dev_artifacts,
+    issuer_repository,
+    template_command,
+)
 from tests.support.tcp_proxy import CuttingProxy, cutting_proxy
 
 FIRST_STATEMENT = b"startTransaction"
@@ -40,7 +45,7 @@ async def proxy(mongo_url: str) -> AsyncIterator[CuttingProxy]:
 
 @pytest.fixture
 async def client(proxy: CuttingProxy) -> AsyncIterator[MongoClient]:
-    mongo = create_client(f"mongodb://127.0.0.1:{proxy.port}/?directConnection=true")
+    mongo = create_client(_through(proxy))
     try:
         yield mongo
     finally:
@@ -48,14 +53,9 @@ async def client(proxy: CuttingProxy) -> AsyncIterator[MongoClient]:
 
 
 @pytest.fixture
-async def repo(client: MongoClient) -> AsyncIterator[IssuerRepository]:
-    db = client[f"t_{secrets.token_hex(6)}"]
-    repository = IssuerRepository(client, db)
-    await repository.ensure_indexes()
-    try:
+async def repo(proxy: CuttingProxy) -> AsyncIterator[IssuerRepository]:
+    async with issuer_repository(_through(proxy)) as repository:
         yield repository
-    finally:
-        await client.drop_database(db.name)
 
 
 async def test_a_command_whose_connection_drops_mid_transaction_runs_again_once(
@@ -96,6 +96,10 @@ async def test_the_outbox_runs_a_transaction_again_when_its_connection_drops(
         assert await outbox.documents.count_documents({}) == 1
     finally:
         await client.drop_database(db.name)
+
+
+def _through(proxy: CuttingProxy) -> str:
+    return f"mongodb://127.0.0.1:{proxy.port}/?directConnection=true"
 
 
 def _now() -> datetime:
