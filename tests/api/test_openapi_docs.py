@@ -307,3 +307,10 @@ def test_the_reference_links_no_cdn(client: TestClient) -> None:
         assert "cdn.jsdelivr.net" not in text
         assert "fonts.googleapis.com" not in text
         assert "fastapi.tiangolo.com" not in text
+
+
+def test_the_reference_answers_head_as_every_page_does(client: TestClient) -> None:
+    for path in ("/docs", "/redoc", "/static/docs/swagger-ui.css"):
+        answer = client.head(path)
+        assert answer.status_code == 200, path
+        assert answer.content == b""

@@ -31,17 +31,18 @@ def _answer(page: DocsPage) -> HTMLResponse:
     return HTMLResponse(page.html, headers=page.headers)
 
 
-@router.get(DOCS_PATH)
+# HEAD too, as every page of Tessera answers it (curl -I, link checkers).
+@router.api_route(DOCS_PATH, methods=["GET", "HEAD"])
 async def swagger_ui(request: Request) -> HTMLResponse:
     return _answer(swagger_page(*_urls(request)))
 
 
-@router.get(REDOC_PATH)
+@router.api_route(REDOC_PATH, methods=["GET", "HEAD"])
 async def redoc(request: Request) -> HTMLResponse:
     return _answer(redoc_page(*_urls(request)))
 
 
-@router.get("/static/docs/{name}")
+@router.api_route("/static/docs/{name}", methods=["GET", "HEAD"])
 async def docs_asset(name: str) -> Response:
     media_type = ASSET_TYPES.get(name)
     if media_type is None:
