@@ -76,22 +76,38 @@ class Cluster:
                     return str(detail["cluster"]["leader"])
         raise AssertionError(f"{stream} has no leader")
 
-    def settled(self) -> bool:
-        """Every node up, one meta leader, and the events stream led with no replica offline
-        or behind."""
-        try:
-            wait_meta_leader(self.nodes, time.monotonic())
-        except TimeoutError:
-            return False
+    def events_stream_view(self) -> dict[str, Any]:
+        """What the cluster says of itself: the meta leader each node sees, and the events
+        stream's leader and replicas (as the first node that answers reports them)."""
+        view: dict[str, Any] = {"meta_leaders": [], "stream": None}
+        with httpx2.Client(timeout=2.0) as client:
+            for node in self.nodes:
+                try:
+                    jsz = client.get(f"{node.monitor_url}/jsz").json()
+                except (httpx2.HTTPError, ValueError):
+                    jsz = {}
+                view["meta_leaders"].append((jsz.get("meta_cluster") or {}).get("leader"))
         for account in self.jsz(streams="true").get("account_details") or []:
             for detail in account.get("stream_detail") or []:
-                if detail["name"] != EVENTS_STREAM:
-                    continue
-                cluster = detail.get("cluster") or {}
-                replicas = cluster.get("replicas") or []
-                healthy = all(r.get("current") and not r.get("offline") for r in replicas)
-                return bool(cluster.get("leader")) and healthy
+                if detail["name"] == EVENTS_STREAM:
+                    view["stream"] = detail.get("cluster")
+        return view
+
+
+def _whole(view: dict[str, Any]) -> bool:
+    """Every node up and agreeing on one meta leader; the events stream led, with every
+    replica online and heard from lately. (`current` is not required: under the load a
+    follower is a few messages behind most of the time.)"""
+    leaders = set(view["meta_leaders"])
+    if len(leaders) != 1 or None in leaders:
         return False
+    stream = view["stream"] or {}
+    replicas = stream.get("replicas") or []
+    return (
+        bool(stream.get("leader"))
+        and len(replicas) == 2
+        and all(not r.get("offline") and r.get("active", 0) < 10e9 for r in replicas)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +205,12 @@ def _node_fault(cluster: Cluster, label: str, pick: Any, *, kill: bool, log: lis
 
     def recover() -> None:
         down["server"].start()
-        poll(cluster.settled, timeout=60, message=f"the cluster whole again after {label}")
+        poll(
+            cluster.events_stream_view,
+            _whole,
+            timeout=90,
+            message=f"the cluster whole again after {label}",
+        )
 
     return Fault(label, inject, recover)
 
