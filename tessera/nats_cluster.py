@@ -89,7 +89,7 @@ def wait_meta_leader(nodes: list[NatsNode], deadline: float) -> str:
     on); returns its name."""
     with httpx2.Client(timeout=1.0) as client:
         while True:
-            leaders = {_meta_leader(client, node) for node in nodes}
+            leaders = {meta_leader(client, node) for node in nodes}
             if len(leaders) == 1 and (leader := leaders.pop()):
                 return leader
             if time.monotonic() > deadline:
@@ -97,7 +97,8 @@ def wait_meta_leader(nodes: list[NatsNode], deadline: float) -> str:
             time.sleep(0.2)
 
 
-def _meta_leader(client: httpx2.Client, node: NatsNode) -> str | None:
+def meta_leader(client: httpx2.Client, node: NatsNode) -> str | None:
+    """The JetStream meta leader `node` sees; None while it sees none or does not answer."""
     try:
         jsz: dict[str, Any] = client.get(f"{node.monitor_url}/jsz").json()
     except (httpx2.HTTPError, ValueError):

@@ -347,10 +347,9 @@ class UnitOfWork:
             ]
             await self._repo.outbox.documents.insert_many(documents, session=self._session)
 
-    async def erase_pass_copies(self, record: PassRecord) -> None:
-        """Erase the pass's personal data from the stored results of commands (a retried
-        request still answers, without it) and from its scan records (shared/redaction.py)."""
-        pass_id = record.id
+    async def erase_pass_copies(self, pass_id: str) -> None:
+        """Erase the pass's personal data from the stored results of commands: a retried
+        request still answers, without it (shared/redaction.py)."""
         copies = self._repo.processed.find(
             {
                 "$or": [
@@ -368,11 +367,6 @@ class UnitOfWork:
                 await self._repo.processed.update_one(
                     {"_id": doc["_id"]}, {"$set": {"result": result}}, session=self._session
                 )
-        await self._repo.db["scans"].update_many(
-            {"account_id": record.account_id, "mode": record.mode, "pass_id": pass_id},
-            {"$set": {"scanned_pass.holder_name": None, "scanned_pass.field_values": {}}},
-            session=self._session,
-        )
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
         await self._repo.processed.insert_one(

@@ -28,6 +28,15 @@ class ScanStore:
         await self._scans.create_index([*scope, ("pass_id", ASCENDING), ("_id", DESCENDING)])
         await self._passes.create_index([*scope, ("barcode_message", ASCENDING)])
 
+    async def erase_pass_copy(self, record: PassRecord, session: AsyncClientSession) -> None:
+        """A redacted pass's copy in its scan records (what a scanner showed) loses the
+        holder's name and the field values (docs/privacy.md)."""
+        await self._scans.update_many(
+            {"account_id": record.account_id, "mode": record.mode, "pass_id": record.id},
+            {"$set": {"scanned_pass.holder_name": None, "scanned_pass.field_values": {}}},
+            session=session,
+        )
+
     async def passes_by_code(self, account_id: str, mode: Mode, code: str) -> list[PassRecord]:
         """At most two passes of the account and mode whose barcode shows `code` (two: it is
         ambiguous)."""

@@ -496,7 +496,8 @@ class IssuerService:
 
         async def apply(uow: UnitOfWork) -> None:
             await store(uow)
-            await uow.erase_pass_copies(record)
+            await uow.erase_pass_copies(record.id)
+            await self._scan_store.erase_pass_copy(record, uow.session)
 
         outcome.apply = apply
         return outcome

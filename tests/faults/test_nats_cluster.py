@@ -28,11 +28,12 @@ import httpx2
 import nats
 import pytest
 
-from tessera.nats_cluster import NatsNode, plan_nodes, routes, wait_meta_leader
+from tessera.nats_cluster import NatsNode, meta_leader, plan_nodes, routes, wait_meta_leader
 from tessera.processes import Child, base_env
 from tests.faults.conftest import FAULT_ENV, REPLICAS
 from tests.support.fault_scenario import Fault, run_under_faults
 from tests.support.faults import HOST, Server, running, store_server
+from tests.support.nats_monitor import stream_details
 from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack, new_stack, serving
@@ -70,28 +71,18 @@ class Cluster:
         return str(leader)
 
     def stream_leader(self, stream: str = EVENTS_STREAM) -> str:
-        for account in self.jsz(streams="true").get("account_details") or []:
-            for detail in account.get("stream_detail") or []:
-                if detail["name"] == stream and (detail.get("cluster") or {}).get("leader"):
-                    return str(detail["cluster"]["leader"])
-        raise AssertionError(f"{stream} has no leader")
+        detail = stream_details(self.jsz(streams="true")).get(stream) or {}
+        leader = (detail.get("cluster") or {}).get("leader")
+        assert leader, f"{stream} has no leader"
+        return str(leader)
 
     def events_stream_view(self) -> dict[str, Any]:
         """What the cluster says of itself: the meta leader each node sees, and the events
         stream's leader and replicas (as the first node that answers reports them)."""
-        view: dict[str, Any] = {"meta_leaders": [], "stream": None}
         with httpx2.Client(timeout=2.0) as client:
-            for node in self.nodes:
-                try:
-                    jsz = client.get(f"{node.monitor_url}/jsz").json()
-                except (httpx2.HTTPError, ValueError):
-                    jsz = {}
-                view["meta_leaders"].append((jsz.get("meta_cluster") or {}).get("leader"))
-        for account in self.jsz(streams="true").get("account_details") or []:
-            for detail in account.get("stream_detail") or []:
-                if detail["name"] == EVENTS_STREAM:
-                    view["stream"] = detail.get("cluster")
-        return view
+            leaders = [meta_leader(client, node) for node in self.nodes]
+        detail = stream_details(self.jsz(streams="true")).get(EVENTS_STREAM) or {}
+        return {"meta_leaders": leaders, "stream": detail.get("cluster")}
 
 
 def _whole(view: dict[str, Any]) -> bool:
@@ -244,9 +235,8 @@ def test_the_stack_rides_out_the_loss_of_any_nats_node(
     timed = [_timed(fault, windows) for fault in faults]
     publishes = Publishes(cluster.urls)
     publishes.start()
-    report: list[str] = []
     try:
-        run_under_faults(stack, receiver, timed, report)
+        run_under_faults(stack, receiver, timed)
     finally:
         publishes.stop()
         print("nodes chosen:", *chosen, sep="\n")

@@ -193,11 +193,8 @@ def _wait_quiet(settled: Callable[[], tuple[Settled, list[str]]]) -> Settled:
     return last["state"]
 
 
-def run_under_faults(
-    stack: Stack, receiver: Receiver, faults: list[Fault], report: list[str] | None = None
-) -> None:
-    """The scenario: the load, each of `faults` in turn, then the checks. `report` gets the
-    lines printed (the cluster scenario adds its own measurements to them)."""
+def run_under_faults(stack: Stack, receiver: Receiver, faults: list[Fault]) -> None:
+    """The scenario: the load, each of `faults` in turn, then the checks."""
     began = time.monotonic()
     account = stack.new_account(plan="paid")
     for path in HOOKS:
@@ -234,8 +231,6 @@ def run_under_faults(
     lines = _report(passes, events, receiver, store_state, hook_ids)
     wall = f"wall time {time.monotonic() - began:.0f}s"
     print("fault injection:", *timings, *load.summary(), *lines, wall, sep="\n")
-    if report is not None:
-        report.extend([*timings, *load.summary(), *lines, wall])
 
     _check_clients(load)
     _check_passes(load, passes)

@@ -15,6 +15,7 @@ import pytest
 from tessera.nats_cluster import NatsNode
 from tessera.processes import free_port_block, ports_needed
 from tests.e2e.test_readme import WAIT, walkthrough_script
+from tests.support.nats_monitor import stream_details
 from tests.support.polling import poll
 from tests.tessera.test_launcher import _start, _stop, _wait_ready
 
@@ -25,11 +26,7 @@ STREAMS = {"TESSERA_EVENTS", "TESSERA_LIVE_UPDATES"}
 def _streams(monitor_url: str) -> dict[str, dict[str, Any]]:
     """The streams a node knows, by name, as its /jsz reports them (config, state, cluster)."""
     jsz = httpx2.get(f"{monitor_url}/jsz", params={"streams": "true", "config": "true"}).json()
-    return {
-        stream["name"]: stream
-        for account in jsz.get("account_details") or []
-        for stream in account.get("stream_detail") or []
-    }
+    return stream_details(jsz)
 
 
 def _has_every_stream(streams: dict[str, dict[str, Any]]) -> bool:
