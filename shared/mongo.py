@@ -17,7 +17,12 @@ from pymongo import AsyncMongoClient, WriteConcern
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
+from pymongo.errors import (
+    BulkWriteError,
+    ClientBulkWriteException,
+    OperationFailure,
+    PyMongoError,
+)
 from pymongo.monitoring import (
     CommandFailedEvent,
     CommandListener,
@@ -126,6 +131,14 @@ def is_write_conflict(exc: PyMongoError) -> bool:
     to both is to run the whole transaction again), or the commit's outcome is unknown (a
     retry finds what committed: every transaction here is idempotent by its command id or
     its lease token)."""
+    if isinstance(exc, ClientBulkWriteException):
+        # Several writes in one command (shared/pending_writes.py): the error that ended it
+        # carries the labels; a write error may be the conflict itself.
+        if isinstance(exc.error, PyMongoError) and is_write_conflict(exc.error):
+            return True
+        errors = exc.details.get("writeErrors") or []
+        if any(error.get("code") == WRITE_CONFLICT for error in errors):
+            return True
     return (
         exc.has_error_label("TransientTransactionError")
         or exc.has_error_label("UnknownTransactionCommitResult")

@@ -41,7 +41,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 from shared.clock import Clock, SystemClock
 from shared.messages import LiveUpdate, PassEventMessage, stream_of
 from shared.metrics import OUTBOX_SET_ASIDE, Refresh, outbox_dead_letters, outbox_pending
-from shared.mongo import Database, Document, is_write_conflict
+from shared.mongo import Database, Document, is_write_conflict, origin
 from shared.poller import Batch, Lease, Poller, replica_name
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ LEASE_SECONDS = 15.0
 PUBLISH_TIMEOUT_SECONDS = 5.0
 # The safety-net poll of a relay no setting configures (a write wakes it anyway).
 POLL_SECONDS = 1.0
+# How long published events wait to be deleted together with those of other commits.
+DELETE_GATHER_SECONDS = 0.1
 STOP_GRACE_SECONDS = 5.0
 # Failures of one event while other events of its batches were published, before it is set
 # aside; with the backoff below that is about four minutes of trying.
@@ -74,6 +76,13 @@ def _nothing() -> None:
 def _free(now: datetime) -> Document:
     """Not waiting for a retry after a failed publish, and free of a live lease."""
     return {"retry_at": {"$not": {"$gt": now}}, "lease_until": {"$not": {"$gte": now}}}
+
+
+def outbox_document(message: OutboxMessage, at: datetime) -> Document:
+    """The outbox document that publishes `message` (written by `Outbox.add`, or by an owner's
+    unit of work with its other writes)."""
+    payload = message.model_dump_json().encode()
+    return {"_id": message.id, "subject": message.subject, "payload": payload, "created_at": at}
 
 
 class Unpublishable(Exception):
@@ -100,8 +109,9 @@ class Outbox:
         """Write a message to publish; inside `session`'s transaction when given. The relay is
         woken after the commit by `transaction()`; an owner with transactions of its own (the
         issuer's commands) wakes it itself (`OutboxRelay.notify`)."""
-        payload = message.model_dump_json().encode()
-        await self.insert(message.id, message.subject, payload, at, session)
+        await self.documents.insert_one(outbox_document(message, at), session=session)
+        if session is None:
+            self._wake()
 
     async def insert(
         self,
@@ -227,6 +237,12 @@ class OutboxRelay:
         self._owner = owner or replica_name()
         self._drains = itertools.count(1)
         # One batch at a time: within a process, events reach the stream in `_id` order.
+        # Documents written leased to this relay by a transaction of this process, published
+        # right after its commit (`publish_committed`), and deleted together.
+        self._committed_token = f"{self._owner}/committed"
+        self._to_delete: list[str] = []
+        self._deleter: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Task[None]] = set()
         self._poller: Poller[list[Document]] = Poller(
             f"{outbox.owner}-outbox-relay",
             self._claim,
@@ -244,9 +260,65 @@ class OutboxRelay:
     def start(self) -> None:
         self._poller.start()
 
+    def committed_lease(self) -> Document:
+        """The lease a transaction gives the outbox documents it writes when this process
+        publishes them itself once it committed (`publish_committed`): no claim takes them
+        meanwhile, and if this process dies first, the lease runs out and any replica's claim
+        publishes them (at least once, as ever)."""
+        return {
+            "lease_owner": self._committed_token,
+            "lease_until": self._clock.now() + self._lease_for,
+        }
+
+    def publish_committed(self, docs: list[Document]) -> None:
+        """Publish documents written under `committed_lease` by a transaction that committed,
+        now, without waiting for a claim: the event is on the stream one publish after the
+        commit, and the three claim commands (list, lease, read back) are saved. Published
+        documents are deleted together with those of concurrent commits; one whose publish
+        failed is released to the relay's claims (which retry it, or set it aside)."""
+        if not docs:
+            return
+        task = asyncio.create_task(self._publish_committed(docs))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+
+    async def _publish_committed(self, docs: list[Document]) -> None:
+        outcomes = await asyncio.gather(
+            *(self._publish(doc) for doc in docs), return_exceptions=True
+        )
+        published = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if not error]
+        failed = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if error]
+        if published:
+            self._to_delete.extend(published)
+            if self._deleter is None or self._deleter.done():
+                self._deleter = asyncio.create_task(self._delete_published())
+        if failed:
+            try:
+                await self._outbox.hold(failed, self._committed_token, self._clock.now())
+            except Exception:
+                log.exception("%s outbox: releasing unpublished events failed", self._outbox.owner)
+            self.notify()
+
+    async def _delete_published(self) -> None:
+        """Delete what was published, in one command for all the commits that published
+        meanwhile; a failure leaves them to run out their lease and be published again (the
+        stream's duplicate window and the consumers' unique ids absorb that)."""
+        with origin("background"):
+            while self._to_delete:
+                # Gathers the commits of the next moment: one delete for many events.
+                await asyncio.sleep(DELETE_GATHER_SECONDS)
+                ids, self._to_delete = self._to_delete, []
+                try:
+                    await self._outbox.done(ids, self._committed_token)
+                except Exception:
+                    log.exception("%s outbox: deleting published events failed", self._outbox.owner)
+
     async def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
         """Claim nothing more; a batch in flight gets `grace_seconds` to finish, else keeps
         its lease and another replica publishes it once the lease expires."""
+        pending = [*self._publishing, *([self._deleter] if self._deleter else [])]
+        if pending:
+            await asyncio.wait(pending, timeout=grace_seconds)
         await self._poller.stop(grace_seconds)
 
     async def drain(self) -> int:

@@ -86,6 +86,10 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     def committed() -> None:
         """Something was committed: its events published, its Google step run, now."""
         relay.notify()
+        google_step()
+
+    def google_step() -> None:
+        """A command committed (it publishes its own events): its Google step, now."""
         if google_syncer is not None:
             google_syncer.wake()
 
@@ -110,13 +114,14 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         repo,
         artifacts,
         clock,
-        committed,
+        google_step,
         # Give up before the api stops waiting, so the caller hears why.
         conflict_budget_seconds=settings.request_timeout_seconds * 0.8,
         message_limit=lambda: max_payload(conn.broker),
         job_store=job_store,
         on_job_started=worker.notify,
         google_classes=google_store if google_syncer is not None else None,
+        relay=relay,
     )
     handlers.register(conn.broker, service, settings.command_workers)
 

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReplaceOne, UpdateOne
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKeyError
 
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_key
-from shared.mongo import Database, MongoClient
-from shared.outbox import Outbox, OutboxMessage
+from shared.mongo import Database, Document, MongoClient
+from shared.outbox import Outbox, OutboxMessage, outbox_document
+from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
@@ -50,6 +51,9 @@ def is_duplicate(exc: Exception) -> bool:
     if isinstance(exc, BulkWriteError):
         errors = exc.details.get("writeErrors", [])
         return bool(errors) and all(error.get("code") == 11000 for error in errors)
+    if isinstance(exc, ClientBulkWriteException):  # a unit of work's writes (PendingWrites)
+        errors = exc.details.get("writeErrors") or []
+        return exc.error is None and bool(errors) and all(e.get("code") == 11000 for e in errors)
     return False
 
 
@@ -159,9 +163,17 @@ class IssuerRepository:
                 return updated
 
     @asynccontextmanager
-    async def unit_of_work(self) -> AsyncIterator["UnitOfWork"]:
+    async def unit_of_work(
+        self, outbox_lease: Document | None = None
+    ) -> AsyncIterator["UnitOfWork"]:
+        """A transaction; the writes the unit of work kept are sent together before the commit
+        (shared/pending_writes.py), and not at all when the block raises. With `outbox_lease`,
+        its outbox documents are written under that lease, for this process to publish once
+        the transaction committed (`OutboxRelay.publish_committed`)."""
         async with self._client.start_session() as session, await session.start_transaction():
-            yield UnitOfWork(self, session)
+            uow = UnitOfWork(self, session, PendingWrites(self._client, session), outbox_lease)
+            yield uow
+            await uow.flush()
 
     async def processed_result(self, command_id: str) -> dict[str, Any] | None:
         doc = await self.processed.find_one({"_id": command_id})
@@ -227,100 +239,95 @@ class IssuerRepository:
 
 
 class UnitOfWork:
-    """The writes of one command, inside one transaction."""
+    """The writes of one command, inside one transaction.
 
-    def __init__(self, repo: IssuerRepository, session: AsyncClientSession):
+    The writes that need no answer before the commit (inserts, a pass's new file, its
+    optimistic-locking update, outbox events, processed markers) are kept and sent together
+    when the unit of work ends (`flush`): one round trip for a created pass's four writes. A
+    write that must be answered at once (a template's versioned replace, an erasure) sends
+    what was kept first, so the writes reach the store in the order they were made.
+    """
+
+    def __init__(
+        self,
+        repo: IssuerRepository,
+        session: AsyncClientSession,
+        pending: PendingWrites,
+        outbox_lease: Document | None = None,
+    ):
         self._repo = repo
         self._session = session
+        self._pending = pending
+        self._outbox_lease = outbox_lease or {}
+        # The outbox documents written, as written (what `publish_committed` publishes).
+        self.outbox_documents: list[Document] = []
 
     @property
     def session(self) -> AsyncClientSession:
-        """For the writes of other stores of the issuer in the same transaction (jobs)."""
+        """For the writes of other stores of the issuer in the same transaction (jobs). They
+        write other collections than the kept writes, whose order with them is then free."""
         return self._session
 
+    async def flush(self) -> None:
+        """Send the kept writes now (a duplicate key, a write conflict or a changed pass
+        raises here)."""
+        await self._pending.flush()
+
     async def insert_template(self, record: TemplateRecord) -> None:
-        await self._repo.templates.insert_one(record.to_document(), session=self._session)
+        self._pending.insert(self._repo.templates, record.to_document())
 
     async def replace_template(self, record: TemplateRecord) -> None:
-        await self._repo.templates.replace_one(
-            {"_id": record.id}, record.to_document(), session=self._session
-        )
+        self._pending.replace(self._repo.templates, {"_id": record.id}, record.to_document())
 
     async def insert_pass(self, record: PassRecord) -> None:
-        await self._repo.passes.insert_one(record.to_document(), session=self._session)
+        self._pending.insert(self._repo.passes, record.to_document())
 
     async def replace_pass(self, record: PassRecord, expected_version: int) -> None:
-        """Replace a pass only if nobody changed it since it was read (optimistic locking)."""
-        result = await self._repo.passes.update_one(
+        """Replace a pass only if nobody changed it since it was read (optimistic locking):
+        the flush raises ConcurrentUpdate otherwise."""
+        self._pending.update(
+            self._repo.passes,
             {"_id": record.id, "version": expected_version},
             pass_changes(record),
-            session=self._session,
+            must_match=lambda: ConcurrentUpdate(record.id),
         )
-        if result.matched_count != 1:
-            raise ConcurrentUpdate(record.id)
 
     async def store_pass_file(self, pass_id: str, file: PassFile, at: datetime) -> None:
-        await self._repo.pass_files.replace_one(
+        self._pending.replace(
+            self._repo.pass_files,
             {"_id": pass_id},
             {"_id": pass_id, **file.to_document(), "created_at": at},
             upsert=True,
-            session=self._session,
         )
 
     async def insert_download_link(self, record: DownloadLinkRecord) -> None:
-        await self._repo.download_links.insert_one(record.to_document(), session=self._session)
+        self._pending.insert(self._repo.download_links, record.to_document())
 
     async def insert_new_passes(self, passes: Sequence[tuple[PassRecord, PassFile]]) -> None:
-        """New passes and their files, one insert_many each (a batch, a chunk of a job)."""
-        await self._repo.passes.insert_many(
-            [record.to_document() for record, _ in passes], session=self._session
-        )
-        await self._repo.pass_files.insert_many(
-            [
-                {"_id": record.id, **file.to_document(), "created_at": record.updated_at}
-                for record, file in passes
-            ],
-            session=self._session,
-        )
+        """New passes and their files (a batch, a chunk of a job)."""
+        for record, _ in passes:
+            self._pending.insert(self._repo.passes, record.to_document())
+        for record, file in passes:
+            document = {"_id": record.id, **file.to_document(), "created_at": record.updated_at}
+            self._pending.insert(self._repo.pass_files, document)
 
     async def replace_passes(self, records: Sequence[tuple[PassRecord, int]]) -> None:
         """Replace many passes, each only at the version it was read at (record, expected
         version): one that changed meanwhile raises ConcurrentUpdate (the caller prepares
         again from fresh reads)."""
-        if not records:
-            return
-        result = await self._repo.passes.bulk_write(
-            [
-                UpdateOne({"_id": record.id, "version": expected}, pass_changes(record))
-                for record, expected in records
-            ],
-            ordered=False,
-            session=self._session,
-        )
-        if result.matched_count != len(records):
-            raise ConcurrentUpdate(f"{len(records) - result.matched_count} passes")
+        for record, expected in records:
+            await self.replace_pass(record, expected)
 
     async def store_pass_files(self, files: Sequence[tuple[str, PassFile, datetime]]) -> None:
-        """`store_pass_file` of many passes (pass id, file, at) in one round trip."""
-        if not files:
-            return
-        await self._repo.pass_files.bulk_write(
-            [
-                ReplaceOne(
-                    {"_id": pass_id},
-                    {"_id": pass_id, **file.to_document(), "created_at": at},
-                    upsert=True,
-                )
-                for pass_id, file, at in files
-            ],
-            ordered=False,
-            session=self._session,
-        )
+        """`store_pass_file` of many passes (pass id, file, at)."""
+        for pass_id, file, at in files:
+            await self.store_pass_file(pass_id, file, at)
 
     async def replace_template_at(self, record: TemplateRecord, design_version: int) -> None:
         """Replace a template only while it is at `design_version` (a design change counts
         its versions: two concurrent ones must not both make the same next version)."""
         at: Any = {"$in": [1, None]} if design_version == 1 else design_version
+        await self.flush()
         result = await self._repo.templates.replace_one(
             {"_id": record.id, "design_version": at}, record.to_document(), session=self._session
         )
@@ -328,28 +335,20 @@ class UnitOfWork:
             raise ConcurrentUpdate(record.id)
 
     async def add_outbox(self, message: OutboxMessage, at: datetime) -> None:
-        await self._repo.outbox.add(message, at, session=self._session)
+        document = {**outbox_document(message, at), **self._outbox_lease}
+        self._pending.insert(self._repo.outbox.documents, document)
+        self.outbox_documents.append(document)
 
     async def add_outbox_many(self, messages: Sequence[OutboxMessage], at: datetime) -> None:
-        """Several events in one insert, as `Outbox.add` writes each (the relay is woken by the
-        caller once the transaction committed)."""
-        if len(messages) == 1:
-            await self.add_outbox(messages[0], at)
-        elif messages:
-            documents = [
-                {
-                    "_id": message.id,
-                    "subject": message.subject,
-                    "payload": message.model_dump_json().encode(),
-                    "created_at": at,
-                }
-                for message in messages
-            ]
-            await self._repo.outbox.documents.insert_many(documents, session=self._session)
+        """Several events, as `Outbox.add` writes each (the relay is woken by the caller once
+        the transaction committed)."""
+        for message in messages:
+            await self.add_outbox(message, at)
 
     async def erase_pass_copies(self, pass_id: str) -> None:
         """Erase the pass's personal data from the stored results of commands: a retried
         request still answers, without it (shared/redaction.py)."""
+        await self.flush()
         copies = self._repo.processed.find(
             {
                 "$or": [
@@ -369,20 +368,15 @@ class UnitOfWork:
                 )
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
-        await self._repo.processed.insert_one(
-            {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL},
-            session=self._session,
-        )
+        document = {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL}
+        self._pending.insert(self._repo.processed, document)
 
     async def record_commands(
         self, results: Sequence[tuple[str, dict[str, Any]]], at: datetime | None = None
     ) -> None:
         """Processed markers of many rows at once (each row of a batch or a job chunk has a
         command id of its own): a duplicate fails the transaction, so a row is made once."""
-        if not results:
-            return
         expires = (at or datetime.now(UTC)) + PROCESSED_COMMAND_TTL
-        await self._repo.processed.insert_many(
-            [{"_id": key, "result": result, "expires_at": expires} for key, result in results],
-            session=self._session,
-        )
+        for key, result in results:
+            document = {"_id": key, "result": result, "expires_at": expires}
+            self._pending.insert(self._repo.processed, document)

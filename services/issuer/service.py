@@ -87,6 +87,7 @@ from shared.metrics import PASSES_ISSUED
 from shared.models import DownloadLinkRecord, PassRecord, RowError, TemplateRecord, row_error
 from shared.mongo import is_write_conflict
 from shared.nats import COMMAND_HEADROOM_BYTES
+from shared.outbox import OutboxRelay
 from shared.pass_events import pass_event
 from shared.redemption import resolve_policy
 
@@ -120,6 +121,7 @@ class IssuerService:
         job_store: JobStore | None = None,
         on_job_started: Callable[[], None] = lambda: None,
         google_classes: GoogleSyncStore | None = None,
+        relay: OutboxRelay | None = None,
     ):
         self._repo = repo
         self._maker = PassMaker(repo, artifacts, clock)
@@ -137,6 +139,9 @@ class IssuerService:
         self._identities = artifacts.identities
         self._clock = clock
         self._on_commit = on_commit
+        # With a relay, a command's events are published by this process right after its
+        # commit (shared/outbox.py `publish_committed`) instead of waiting for a claim.
+        self._relay = relay
 
     async def handle(self, command: IssuerCommand) -> BaseModel:
         """Run a command, retrying write conflicts until the conflict budget is spent.
@@ -175,8 +180,9 @@ class IssuerService:
             return command.parse_result(stored)
         outcome = await self._prepare(command)
         self._check_sendable(outcome)
+        lease = None if self._relay is None else self._relay.committed_lease()
         try:
-            async with self._repo.unit_of_work() as uow:
+            async with self._repo.unit_of_work(outbox_lease=lease) as uow:
                 await outcome.apply(uow)
                 now = self._clock.now()
                 await uow.add_outbox_many(outcome.events, now)
@@ -195,6 +201,8 @@ class IssuerService:
         elif isinstance(command, CreatePasses):
             PASSES_ISSUED.labels(command.mode).inc(len(outcome.events))
         if outcome.events:
+            if self._relay is not None:
+                self._relay.publish_committed(uow.outbox_documents)
             self._on_commit()
         if outcome.after_commit is not None:
             await outcome.after_commit()

@@ -20,9 +20,9 @@ from nats.aio.msg import Msg
 
 from shared.ids import new_id
 from shared.messages import PassEventMessage
-from shared.mongo import Database, create_client
+from shared.mongo import Database, Document, create_client
 from shared.nats import create_broker, ensure_events_stream
-from shared.outbox import LEASE_SECONDS, Outbox, OutboxRelay
+from shared.outbox import LEASE_SECONDS, Outbox, OutboxRelay, outbox_document
 from shared.pass_events import pass_event
 from tests.support.records import pass_record
 
@@ -218,3 +218,75 @@ async def test_a_batch_nothing_of_which_could_be_published_waits_for_the_next_ti
     assert await outbox.due(clock.now() + timedelta(seconds=29), 100) == []
     assert await outbox.due(clock.now() + timedelta(seconds=31), 100) == ids
     assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
+
+
+async def _commit_leased(outbox: Outbox, relay: OutboxRelay, count: int) -> list[Document]:
+    """What a transaction of the owner writes for its own process to publish: `count` events
+    under the relay's committed lease, committed."""
+    now = datetime.now(UTC)
+    record = pass_record(_id=new_id("pass"))
+    docs = [
+        {**outbox_document(pass_event(record, "created", {}, now), now), **relay.committed_lease()}
+        for _ in range(count)
+    ]
+    async with outbox.transaction() as session:
+        await outbox.documents.insert_many(docs, session=session)
+    return docs
+
+
+async def test_committed_events_are_published_by_their_process_once_and_deleted(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    """The fast path: the process that committed publishes its events itself; the other
+    replica's relay, claiming all the while, takes none of them (they are leased), so each
+    is published once; then they are deleted."""
+    outboxes = [Outbox(db, "test", "outbox") for _ in brokers]
+    mine, other = (
+        OutboxRelay(outbox, broker, poll_seconds=0.01, owner=f"replica-{n}")
+        for n, (outbox, broker) in enumerate(zip(outboxes, brokers, strict=True))
+    )
+    other.start()
+    try:
+        docs = await _commit_leased(outboxes[0], mine, 20)
+        await asyncio.sleep(0.2)  # the other relay claims many times meanwhile
+        assert published.of([doc["_id"] for doc in docs]) == [0] * 20
+        mine.publish_committed(docs)
+        await _until(lambda: _empty(outboxes[0]))
+    finally:
+        await mine.stop()
+        await other.stop()
+    assert published.of([doc["_id"] for doc in docs]) == [1] * 20
+
+
+async def test_committed_events_of_a_process_that_died_are_published_once_the_lease_ends(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    outbox = Outbox(db, "test", "outbox")
+    clock = MovableClock()
+    died = OutboxRelay(outbox, brokers[0], clock=clock, owner="died")
+    docs = await _commit_leased(outbox, died, 3)  # and never published: the process died
+    relay = OutboxRelay(outbox, brokers[1], poll_seconds=3600, clock=clock, owner="alive")
+    assert await relay.drain() == 0  # leased: not yet
+    clock.moment += timedelta(seconds=LEASE_SECONDS + 1)
+    assert await relay.drain() == 3
+    assert published.of([doc["_id"] for doc in docs]) == [1] * 3
+
+
+async def test_a_committed_event_that_cannot_be_published_is_left_to_the_relay(
+    db: Database, brokers: list[NatsBroker]
+) -> None:
+    """No stream takes the subject: the publish fails, and the document is released to the
+    relay's claims at once (which retry it and set it aside in the end), not kept leased."""
+    outbox = Outbox(db, "test", "outbox")
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600, owner="replica")
+    docs = await _commit_leased(outbox, relay, 1)
+    await outbox.documents.update_one({"_id": docs[0]["_id"]}, {"$set": {"subject": "nowhere.x"}})
+    relay.publish_committed([{**docs[0], "subject": "nowhere.x"}])
+
+    async def released() -> bool:
+        return await outbox.due(datetime.now(UTC), 10) == [docs[0]["_id"]]
+
+    try:
+        await _until(released)
+    finally:
+        await relay.stop()

@@ -73,5 +73,5 @@ def container_mongo() -> Iterator[str]:
     _docker_or_skip()
     from testcontainers.mongodb import MongoDbContainer
 
-    with MongoDbContainer("mongo:7") as mongo:
+    with MongoDbContainer("mongo:8.0") as mongo:
         yield mongo.get_connection_url()
