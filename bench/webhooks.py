@@ -116,11 +116,17 @@ def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Receiver(ThreadingHTTPServer):
+    # The listen backlog: the raw-POST reference opens RAW_CONCURRENCY connections at once, and
+    # the default (5) dropped some of them (ReadError in the client).
+    request_queue_size = 128
+    daemon_threads = True
+
+
 @contextmanager
 def receiver() -> Iterator[tuple[str, Collector]]:
     collector = Collector()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(collector))
-    server.daemon_threads = True
+    server = _Receiver(("127.0.0.1", 0), _handler(collector))
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:

@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 BATCH_SIZE = 100
 # How long one fetch waits for a first event; only bounds how soon a stop is noticed.
 FETCH_SECONDS = 1.0
+# How long a fetch that has its first event waits for more to fill its batch.
+GATHER_SECONDS = 0.01
 # A batch the handler failed comes back after this long, not at once: an outage is no busy loop.
 RETRY_SECONDS = 1.0
 STOP_GRACE_SECONDS = 5.0
@@ -60,7 +62,12 @@ class ReceivedBatch(list[T]):
 class BatchConsumer(Generic[T]):
     """A worker (shared.connections.running starts it once the streams exist) that hands the
     messages of a durable pull consumer of `stream`, parsed by `parse`, to `handle` a batch at
-    a time. Several workers may share one durable: each fetches its own batches."""
+    a time. Several workers may share one durable: each fetches its own batches.
+
+    With `in_flight` above 1, the worker fetches the next batch while earlier ones are still
+    being handled, up to `in_flight` batches at once (each is acknowledged when its own
+    handling ends): a handler that acts at once and stores after (the webhooks' first
+    attempts) then never leaves new events waiting in the stream behind its writes."""
 
     def __init__(
         self,
@@ -73,6 +80,7 @@ class BatchConsumer(Generic[T]):
         parse: TypeAdapter[T],
         batch_size: int = BATCH_SIZE,
         retry_seconds: float = RETRY_SECONDS,
+        in_flight: int = 1,
     ) -> None:
         self._broker = broker
         self._durable = durable
@@ -83,6 +91,8 @@ class BatchConsumer(Generic[T]):
         self._batch_size = batch_size
         self._retry_seconds = retry_seconds
         self._stopping = asyncio.Event()
+        self._slots = asyncio.Semaphore(in_flight)
+        self._handling: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._subscription: JetStreamContext.PullSubscription | None = None
 
@@ -105,18 +115,34 @@ class BatchConsumer(Generic[T]):
     async def _run(self) -> None:
         try:
             while not self._stopping.is_set():
+                await self._slots.acquire()
                 messages = await self._fetch()
-                if messages:
-                    await self._process(messages)
+                if not messages:
+                    self._slots.release()
+                    continue
+                task = asyncio.create_task(self._process_then_release(messages))
+                self._handling.add(task)
+                task.add_done_callback(self._handling.discard)
+            # Stopping: the batches in hand are handled and acknowledged before the end.
+            if self._handling:
+                await asyncio.gather(*self._handling, return_exceptions=True)
         finally:
+            for task in self._handling:
+                task.cancel()
             # A pull subscription left open holds up the connection's drain at shutdown.
             await self._unsubscribe()
+
+    async def _process_then_release(self, messages: list[Msg]) -> None:
+        try:
+            await self._process(messages)
+        finally:
+            self._slots.release()
 
     async def _fetch(self) -> list[Msg]:
         try:
             if self._subscription is None:
                 self._subscription = await self._subscribe()
-            return await self._subscription.fetch(self._batch_size, timeout=FETCH_SECONDS)
+            return await self._take(self._subscription)
         except TimeoutError:
             return []
         except (NatsError, OSError) as exc:
@@ -125,6 +151,21 @@ class BatchConsumer(Generic[T]):
             await self._unsubscribe()
             await self._pause(RETRY_SECONDS)
             return []
+
+    async def _take(self, subscription: JetStreamContext.PullSubscription) -> list[Msg]:
+        """The next batch, as soon as there is a first message: nats-py's fetch of a whole
+        batch waits, once it lingers on an empty stream, for the batch to fill or its timeout
+        to pass (measured: events held for up to FETCH_SECONDS under a steady trickle). So the
+        first message is fetched alone, then what else the stream has, waiting at most
+        GATHER_SECONDS for it."""
+        first = await subscription.fetch(1, timeout=FETCH_SECONDS)
+        if self._batch_size <= 1:
+            return first
+        try:
+            rest = await subscription.fetch(self._batch_size - 1, timeout=GATHER_SECONDS)
+        except TimeoutError:
+            rest = []
+        return first + rest
 
     async def _unsubscribe(self) -> None:
         if self._subscription is not None:
@@ -182,7 +223,12 @@ class EventBatchConsumer(BatchConsumer[PassEventMessage]):
     """A consumer of the events stream (every pass event)."""
 
     def __init__(
-        self, broker: NatsBroker, durable: str, handle: HandleBatch, batch_size: int = BATCH_SIZE
+        self,
+        broker: NatsBroker,
+        durable: str,
+        handle: HandleBatch,
+        batch_size: int = BATCH_SIZE,
+        in_flight: int = 1,
     ) -> None:
         super().__init__(
             broker,
@@ -192,6 +238,7 @@ class EventBatchConsumer(BatchConsumer[PassEventMessage]):
             subject=f"{EVENTS_SUBJECT_PREFIX}.>",
             parse=pass_event_adapter,
             batch_size=batch_size,
+            in_flight=in_flight,
         )
 
 

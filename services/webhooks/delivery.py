@@ -205,8 +205,12 @@ class Deliverer:
         hook: WebhookRecord,
         now: datetime,
         sent: Callable[[], None],
+        *,
+        fresh: bool = False,
     ) -> Attempted:
-        """Sign and send one attempt started `now`; nothing is written."""
+        """Sign and send one attempt started `now`; nothing is written. `fresh`: `hook` was
+        read from the store for this attempt's event batch (not a cached copy), so its failure
+        streak is known."""
         manual = delivery.manual_at is not None
         outcome = await self._send(delivery, hook, now)
         sent()
@@ -223,7 +227,11 @@ class Deliverer:
         }
         pause = self._pause(outcome, state, now)
         state = replace(state, paused_until=pause)
-        return Attempted(state, changes, AttemptResult(hook.id, outcome.ok, now, pause))
+        # A success ends a streak; with a fresh record that shows none, there is none to end
+        # (docs/webhooks.md#auto-disable).
+        no_streak = fresh and hook.failing_since is None and hook.consecutive_failures == 0
+        result = AttemptResult(hook.id, outcome.ok, now, pause, streak_known_clear=no_streak)
+        return Attempted(state, changes, result)
 
     async def record(
         self, delivery: DeliveryRecord, token: str, attempted: Attempted

@@ -4,10 +4,12 @@ asked for by Retry-After, and the auto-disable (docs/webhooks.md#auto-disable).
 A batch of recorded outcomes (services/webhooks/outcomes.py) updates the webhooks with one bulk
 write, with atomic operators only, so replicas that record at once never undo each other's
 counts: a success resets `failing_since` and `consecutive_failures` (a write only when they are
-set), failures add to the count and set `failing_since` if it is unset. Only when a batch has
-failures are those webhooks read back: one that just started failing gets a warning line, and
-every enabled one failing for `disable_after` or longer is disabled (`enabled: false`,
-`disabled_reason: "failing"`, `disabled_at`) with a warning line of its own.
+set; none at all when the batch's record of the webhook, read for its first attempts, showed
+them clear and nothing in the batch failed), failures add to the count and set
+`failing_since` if it is unset. Only when a batch has failures are those webhooks read back:
+one that just started failing gets a warning line, and every enabled one failing for
+`disable_after` or longer is disabled (`enabled: false`, `disabled_reason: "failing"`,
+`disabled_at`) with a warning line of its own.
 """
 
 import logging
@@ -31,11 +33,16 @@ class AttemptResult:
     at: datetime
     # Retry-After of a 429 or 503, clamped: nothing more is sent to the endpoint before this.
     paused_until: datetime | None = None
+    # The webhook's record, read for this attempt, showed no failure streak: a success has
+    # nothing to reset (saves a write per batch to a healthy endpoint).
+    streak_known_clear: bool = False
 
 
 @dataclass
 class _Tally:
     succeeded: bool = False  # the batch has a success: it ended any streak before it
+    # Every success of the batch was to a webhook read with no streak, and none failed.
+    known_clear: bool = True
     failures: int = 0  # failures after the batch's last success
     first_failure: datetime | None = None  # the first of those
     paused_until: datetime | None = None
@@ -106,6 +113,7 @@ def _tally(results: list[AttemptResult]) -> dict[str, _Tally]:
     tallies: dict[str, _Tally] = {}
     for result in sorted(results, key=lambda r: r.at):
         tally = tallies.setdefault(result.webhook_id, _Tally())
+        tally.known_clear = tally.known_clear and result.ok and result.streak_known_clear
         if result.ok:
             tally.succeeded, tally.failures, tally.first_failure = True, 0, None
         else:
@@ -118,7 +126,7 @@ def _tally(results: list[AttemptResult]) -> dict[str, _Tally]:
 
 def _writes(hook_id: str, tally: _Tally) -> list[UpdateOne]:
     writes: list[UpdateOne] = []
-    if tally.succeeded:
+    if tally.succeeded and not tally.known_clear:
         # A success ends the streak; written only when there is one to end.
         set_: dict[str, Any] = {"failing_since": None, "consecutive_failures": 0}
         streak = {"$or": [{"failing_since": {"$ne": None}}, {"consecutive_failures": {"$ne": 0}}]}

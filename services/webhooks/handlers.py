@@ -1,15 +1,15 @@
 """The webhooks service's durable consumer of the events stream: fan-out, then acknowledge.
 
-The consumer takes the events a batch at a time (shared/event_batches.py), four batches in hand
-at once per replica. Each event becomes one pending delivery per subscribed webhook
-(services/webhooks/delivery.py); the scheduler sends the first attempts it may send at once,
-then stores the batch's deliveries with one insert per chunk, with the outcomes of the attempts
-that ended and leases on the rest it can attempt at once (services/webhooks/scheduler.py
-`store_new`). The events are acknowledged as soon as the deliveries are stored: later attempts
-and retries are the scheduler's, from MongoDB, never delayed NACKs here. A failed write
-(MongoDB down) NACKs the batch so it is redelivered; the unique (webhook, event) index makes
-the redelivery create only what is missing, and a redelivered event's first attempts are made
-only after its deliveries are stored.
+The consumer takes the events a batch at a time (shared/event_batches.py), up to sixteen batches
+in hand at once per replica (two fetch loops, each fetching on while its batches are handled).
+Each event becomes one pending delivery per subscribed webhook (services/webhooks/delivery.py);
+the scheduler sends the first attempts it may send at once, then stores the batch's deliveries
+with one insert per chunk, with the outcomes of the attempts that ended and leases on the rest
+it can attempt at once (services/webhooks/scheduler.py `store_new`). The events are acknowledged
+as soon as the deliveries are stored: later attempts and retries are the scheduler's, from
+MongoDB, never delayed NACKs here. A failed write (MongoDB down) NACKs the batch so it is
+redelivered; the unique (webhook, event) index makes the redelivery create only what is missing,
+and a redelivered event's first attempts are made only after its deliveries are stored.
 """
 
 from functools import partial
@@ -25,10 +25,11 @@ from shared.logs import account_id_var
 from shared.messages import WEBHOOKS_CONSUMER, PassEventMessage
 from shared.redaction import ErasureAgain, is_redaction
 
-# Batches in hand at once per replica: while one waits on its first attempts' answers or on
-# its insert, the others are fanned out. Measured with bench.webhooks (10 webhooks x 200
-# passes): p50 event -> arrival 1.0-1.2 s with 2, 0.72-0.75 s with 4, 0.63 s with 8.
-FETCHERS = 4
+# Fetch loops per replica, and batches each has in hand at once: a loop fetches the next batch
+# as soon as it took one, while the batches it took wait on their first attempts' answers and
+# their inserts, so new events never wait in the stream behind those writes.
+FETCHERS = 2
+IN_FLIGHT = 8
 
 
 def register(
@@ -58,4 +59,7 @@ def register(
                 await erase()
                 erase_again.schedule(erase)
 
-    return [EventBatchConsumer(broker, WEBHOOKS_CONSUMER, fan_out) for _ in range(FETCHERS)]
+    return [
+        EventBatchConsumer(broker, WEBHOOKS_CONSUMER, fan_out, in_flight=IN_FLIGHT)
+        for _ in range(FETCHERS)
+    ]

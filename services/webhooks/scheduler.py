@@ -72,7 +72,13 @@ class FirstSender(Protocol):
     def sends_at_once(self, hook: WebhookRecord, now: datetime) -> bool: ...
 
     async def send(
-        self, delivery: DeliveryRecord, hook: WebhookRecord, now: datetime, sent: Callable[[], None]
+        self,
+        delivery: DeliveryRecord,
+        hook: WebhookRecord,
+        now: datetime,
+        sent: Callable[[], None],
+        *,
+        fresh: bool = False,
     ) -> Attempted: ...
 
     async def record(
@@ -273,7 +279,7 @@ class Scheduler:
         try:
             if self._paused(delivery.webhook_id) is not None:
                 return None
-            return await first.send(delivery, hook, self._clock.now(), give_back)
+            return await first.send(delivery, hook, self._clock.now(), give_back, fresh=True)
         finally:
             give_back()
 

@@ -174,3 +174,40 @@ async def test_a_failed_batch_comes_back_and_is_stored_once(
     assert await db["pass_events"].count_documents({"account_id": account}) == 4
     # First handed over as delivered for the first time, then, after the failure, as redelivered.
     assert marked == [False] * 4 + [True] * 4
+
+
+async def test_with_batches_in_flight_a_waiting_batch_does_not_hold_up_the_next_events(
+    broker: NatsBroker,
+) -> None:
+    """`in_flight`: the consumer fetches on while a batch it took is still being handled (the
+    webhooks' batch waiting on its inserts), and each batch is acknowledged when its own
+    handling ends. With one batch at a time, the second event would wait for the first."""
+    account = new_id("account")
+    first, second = _event(account), _event(account)
+    release = asyncio.Event()
+    handed: list[str] = []
+
+    async def handle(batch: list[PassEventMessage]) -> None:
+        mine = [event.id for event in batch if event.account_id == account]
+        handed.extend(mine)
+        if first.id in mine:
+            await release.wait()  # the first batch's "insert" takes its time
+
+    durable = f"test-{secrets.token_hex(4)}"
+    consumer = EventBatchConsumer(broker, durable, handle, in_flight=4)
+    consumer.start()
+    try:
+        await _publish(broker, first, first.id)
+
+        async def handed_over(event_id: str) -> bool:
+            return event_id in handed
+
+        await until(lambda: handed_over(first.id), "the first event handed over")
+        await _publish(broker, second, second.id)
+        await until(lambda: handed_over(second.id), "the second, while the first waits")
+        assert not release.is_set()
+        release.set()
+        await until(lambda: _nothing_pending(broker, durable), "both acknowledged")
+    finally:
+        release.set()
+        await consumer.stop()

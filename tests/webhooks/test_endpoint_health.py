@@ -11,6 +11,7 @@ import pytest
 
 from services.webhooks.endpoint_health import AttemptResult, EndpointHealth
 from services.webhooks.repository import WebhookRepository
+from shared.mongo import count_commands
 from tests.webhooks.records import webhook
 
 # Microseconds on purpose: the store keeps milliseconds, the attempts' clock does not.
@@ -180,3 +181,26 @@ async def test_retry_after_pauses_only_lengthen(repo: WebhookRepository) -> None
     assert (await _stored(repo, hook_id))["paused_until"] == _ms(long)
     await health.record([_fail(hook_id, T0 + SECOND, long + SECOND)], T0 + SECOND)
     assert (await _stored(repo, hook_id))["paused_until"] == _ms(long + SECOND)
+
+
+async def test_successes_to_webhooks_read_without_a_streak_write_nothing(
+    repo: WebhookRepository,
+) -> None:
+    """The first attempts of a batch carry what the batch read of their webhook: read with no
+    streak, their successes have nothing to reset and send no command; a failure among them,
+    or a success whose record was not read for it, still writes."""
+    health = EndpointHealth(repo, DISABLE_AFTER)
+    clear = await _hook(repo)
+    sent: list[str] = []
+    count_commands(lambda command, _: sent.append(command))
+    try:
+        read_clear = AttemptResult(clear, True, T0, streak_known_clear=True)
+        await health.record([read_clear, read_clear], T0)
+        assert sent == []
+        await health.record([_ok(clear, T0)], T0)  # not read for it: the reset is sent
+        assert sent == ["update"]
+    finally:
+        count_commands(None)
+    await health.record([read_clear, _fail(clear, T0 + SECOND)], T0 + SECOND)
+    stored = await _stored(repo, clear)
+    assert (stored["failing_since"], stored["consecutive_failures"]) == (_ms(T0 + SECOND), 1)

@@ -37,7 +37,13 @@ class FirstSender:
         return hook.enabled
 
     async def send(
-        self, d: DeliveryRecord, hook: WebhookRecord, now: datetime, sent: Callable[[], None]
+        self,
+        d: DeliveryRecord,
+        hook: WebhookRecord,
+        now: datetime,
+        sent: Callable[[], None],
+        *,
+        fresh: bool = False,
     ) -> Attempted:
         if hook.id in self.slow:
             await self.release.wait()
