@@ -13,7 +13,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from services.issuer.repository import is_duplicate
 from shared import pending_writes
 from shared.mongo import Database, MongoClient, count_commands, create_client, is_write_conflict
-from shared.pending_writes import PendingWrites, supports_client_bulk_write
+from shared.pending_writes import CLIENT_BULK_WRITE_MAX, PendingWrites, supports_client_bulk_write
 
 
 class Mismatch(Exception):
@@ -97,7 +97,30 @@ async def test_writes_to_three_collections_are_one_command_in_order(
     assert await db.outbox.count_documents({}) == 1
 
 
-async def test_without_bulk_write_each_write_is_its_own_command(
+async def test_many_writes_go_as_one_command_per_collection(
+    client: MongoClient, db: Database, sent: list[str]
+) -> None:
+    """A job chunk's hundreds of writes: one insert per collection, as insert_many sends (the
+    store takes those faster per document than one bulkWrite of them all)."""
+    await supports_client_bulk_write(client)
+    rows = CLIENT_BULK_WRITE_MAX
+    async with client.start_session() as session, await session.start_transaction():
+        pending = PendingWrites(client, session)
+        for n in range(rows):
+            pending.insert(db.passes, {"_id": f"p{n}", "version": 1})
+        for n in range(rows):
+            pending.insert(db.outbox, {"_id": f"e{n}"})
+        for n in range(rows):
+            at_one = {"_id": f"p{n}", "version": 1}
+            pending.update(db.passes, at_one, {"$set": {"version": 2}}, must_match=Mismatch)
+        sent.clear()
+        await pending.flush()
+    assert sent == ["insert", "insert", "update", "commitTransaction"]
+    assert await db.passes.count_documents({"version": 2}) == rows
+    assert await db.outbox.count_documents({}) == rows
+
+
+async def test_without_bulk_write_each_run_of_writes_is_its_own_command(
     client: MongoClient, db: Database, sent: list[str]
 ) -> None:
     pending_writes._client_bulk_write[client] = False

@@ -198,6 +198,7 @@ class JobWorker:
                 await result.write(uow)
                 await uow.add_outbox_many(result.events, now)
                 await uow.record_commands(result.markers, now)
+                await uow.flush()
                 # Last: the chunk is the document a take-over would contend for.
                 if not await self._store.finish_chunk(session, chunk, token, result.outcomes, now):
                     raise _NotOurs
