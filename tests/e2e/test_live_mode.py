@@ -11,14 +11,11 @@ import json
 import subprocess
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
-from services.issuer.google.identity import ensure_dev_google_identity
-from shared.apple_identity import ensure_dev_identity
 from tests.issuer.google import walletschema
 from tests.support.api import (
     assert_error,
@@ -33,12 +30,11 @@ from tests.support.apple_wallet import pushes_to
 from tests.support.emulated_iphone import EmulatedIPhone
 from tests.support.fake_apns import FakeApns, running_fake_apns
 from tests.support.fake_google import FakeGoogle, running_fake_google
+from tests.support.live_credentials import LIVE_PASS_TYPE, live_credentials
 from tests.support.polling import poll
 from tests.support.stack import Stack, new_stack, serving
 
 pytestmark = pytest.mark.e2e
-ISSUER_ID = "3388000000012345678"
-LIVE_PASS_TYPE = "pass.com.example.live"
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +52,9 @@ def live_stack(
 ) -> Iterator[tuple[Stack, FakeApns]]:
     """Configured credentials, and pushes to a fake APNs that trusts the Apple identity."""
     running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("live-stack"))
-    apple, google_dir = running.work_dir / "apple", running.work_dir / "google"
-    ensure_dev_identity(apple, pass_type_identifier=LIVE_PASS_TYPE)
-    google = ensure_dev_google_identity(google_dir, ISSUER_ID)
-    fake_google.register(google.client_email, google.public_key_pem())
-    with running_fake_apns(apple / "root-ca.pem", running.work_dir) as apns:
-        running.extra_env = _live_env(apple, google_dir, fake_google) | {
+    credentials = live_credentials(running.work_dir, fake_google)
+    with running_fake_apns(running.work_dir / "apple" / "root-ca.pem", running.work_dir) as apns:
+        running.extra_env = credentials | {
             "TESSERA_EVENTS_APNS_URL": apns.url,
             "TESSERA_EVENTS_APNS_CA_PATH": str(apns.server_ca_path),
         }
@@ -82,23 +75,6 @@ def iphone() -> Iterator[EmulatedIPhone]:
         yield phone
     finally:
         phone.close()
-
-
-def _live_env(apple: Path, google_dir: Path, fake_google: FakeGoogle) -> dict[str, str]:
-    return {
-        "TESSERA_PASS_TYPE_IDENTIFIER": LIVE_PASS_TYPE,
-        "TESSERA_APPLE_CERTIFICATE_PATH": str(apple / "signer.pem"),
-        "TESSERA_APPLE_PRIVATE_KEY_PATH": str(apple / "signer-key.pem"),
-        "TESSERA_APPLE_WWDR_CERTIFICATE_PATH": str(apple / "wwdr.pem"),
-        "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH": str(
-            google_dir / "google-service-account.json"
-        ),
-        "TESSERA_ISSUER_GOOGLE_ISSUER_ID": ISSUER_ID,
-        "TESSERA_ISSUER_GOOGLE_API_BASE_URL": fake_google.api_base_url,
-        "TESSERA_ISSUER_GOOGLE_TOKEN_URI": fake_google.token_uri,
-        # An outage's retries come every second (test_a_google_outage_...).
-        "TESSERA_ISSUER_GOOGLE_RETRY_MAX_SECONDS": "1",
-    }
 
 
 def test_a_live_pass_is_signed_and_synced_to_google(stack: Stack, fake_google: FakeGoogle) -> None:

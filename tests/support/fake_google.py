@@ -12,6 +12,7 @@ An optional `validate(schema_name, resource) -> list[str]` hook rejects resource
 Google rejects unknown or mistyped fields (400).
 """
 
+import asyncio
 import copy
 import secrets
 import threading
@@ -52,6 +53,8 @@ class FakeGoogle:
         self.stale_reads: set[str] = set()
         # While set, every Wallet API call answers this status (an outage of Google's API).
         self.outage_status: int | None = None
+        # Seconds every Wallet API call takes before it is answered (a slow Google).
+        self.delay_seconds = 0.0
         self._lock = threading.Lock()
 
     @property
@@ -145,6 +148,8 @@ class FakeGoogle:
                 )
         if self.outage_status is not None:
             return _error(self.outage_status, "Internal error encountered.", "backendError", None)
+        if self.delay_seconds:
+            await asyncio.sleep(self.delay_seconds)
         if collection not in COLLECTIONS:
             return _error(404, f"Not Found: {collection}", "notFound", "NOT_FOUND")
         try:
