@@ -163,7 +163,8 @@ class BatchConsumer(Generic[T]):
             return first
         try:
             rest = await subscription.fetch(self._batch_size - 1, timeout=GATHER_SECONDS)
-        except TimeoutError:
+        except (TimeoutError, NatsError, OSError):
+            # The first is in hand: handled now, not left to come back after the ack wait.
             rest = []
         return first + rest
 

@@ -236,13 +236,13 @@ class OutboxRelay:
         self._clock = clock or SystemClock()
         self._owner = owner or replica_name()
         self._drains = itertools.count(1)
-        # One batch at a time: within a process, events reach the stream in `_id` order.
         # Documents written leased to this relay by a transaction of this process, published
         # right after its commit (`publish_committed`), and deleted together.
         self._committed_token = f"{self._owner}/committed"
         self._to_delete: list[str] = []
         self._deleter: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()
+        # One batch at a time: within a process, events reach the stream in `_id` order.
         self._poller: Poller[list[Document]] = Poller(
             f"{outbox.owner}-outbox-relay",
             self._claim,
