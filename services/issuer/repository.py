@@ -26,6 +26,8 @@ from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
+# The `issuer_migrations` entry of the holder_email_key backfill.
+EMAIL_KEYS_MIGRATION = "holder_email_key"
 EXPIRED_LINK_KEPT = timedelta(days=30)
 
 log = logging.getLogger(__name__)
@@ -115,6 +117,9 @@ class IssuerRepository:
         self.outbox = Outbox(db, owner="issuer", name="outbox")
         self.processed = db["processed_commands"]
         self.download_links = db["download_links"]
+        # Data migrations a start completed (`_id`: the migration's name), so no start repeats
+        # a finished one.
+        self.migrations = db["issuer_migrations"]
 
     async def ensure_indexes(self) -> None:
         scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
@@ -135,6 +140,21 @@ class IssuerRepository:
         await self.download_links.create_index(
             "expires_at", expireAfterSeconds=int(EXPIRED_LINK_KEPT.total_seconds())
         )
+
+    async def backfill_email_keys_once(self) -> int:
+        """`backfill_email_keys` at a start, unless an earlier start completed it: its query
+        reads every pass (no index serves "has no key"), which on a large store costs each
+        start minutes. Completed, it is recorded in `issuer_migrations`; delete that document
+        to run it again (docs/operations.md#data-migrations-at-start)."""
+        if await self.migrations.find_one({"_id": EMAIL_KEYS_MIGRATION}) is not None:
+            return 0
+        updated = await self.backfill_email_keys()
+        await self.migrations.update_one(
+            {"_id": EMAIL_KEYS_MIGRATION},
+            {"$setOnInsert": {"completed_at": datetime.now(UTC), "updated": updated}},
+            upsert=True,
+        )
+        return updated
 
     async def backfill_email_keys(self, batch: int = 1000) -> int:
         """Give passes stored before `holder_email_key` existed their normalised copy, so the

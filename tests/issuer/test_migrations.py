@@ -1,0 +1,44 @@
+"""Data migrations at the issuer's start, against a real MongoDB-wire store: the
+holder_email_key backfill runs until a start completes it, then never again (its query reads
+every pass), and deleting its `issuer_migrations` entry runs it once more."""
+
+from services.issuer.repository import EMAIL_KEYS_MIGRATION, IssuerRepository
+from shared.mongo import count_commands
+
+
+async def _legacy_pass(repo: IssuerRepository, pass_id: str, email: str) -> None:
+    """A pass as stored before `holder_email_key` existed (only what the backfill reads)."""
+    document = {"_id": pass_id, "holder_email": email}
+    # The unique keys of a pass, each its own.
+    await repo.passes.insert_one(document | {"serial_number": pass_id, "short_id": pass_id})
+
+
+async def _key_of(repo: IssuerRepository, pass_id: str) -> str | None:
+    doc = await repo.passes.find_one({"_id": pass_id})
+    assert doc is not None
+    return doc.get("holder_email_key")
+
+
+async def test_the_backfill_runs_until_a_start_completes_it_then_never_again(
+    repo: IssuerRepository,
+) -> None:
+    await _legacy_pass(repo, "pass_old1", "Ada.Lovelace@example.com")
+    assert await repo.backfill_email_keys_once() == 1
+    assert await _key_of(repo, "pass_old1") == "ada.lovelace@example.com"
+    assert await repo.migrations.find_one({"_id": EMAIL_KEYS_MIGRATION}) is not None
+
+    # The next start reads its entry and nothing else.
+    await _legacy_pass(repo, "pass_old2", "Grace.Hopper@example.com")
+    sent: list[str] = []
+    count_commands(lambda command, _: sent.append(command))
+    try:
+        assert await repo.backfill_email_keys_once() == 0
+    finally:
+        count_commands(None)
+    assert sent == ["find"]
+    assert await _key_of(repo, "pass_old2") is None
+
+    # An operator who deletes the entry gets the backfill again at the next start.
+    await repo.migrations.delete_one({"_id": EMAIL_KEYS_MIGRATION})
+    assert await repo.backfill_email_keys_once() == 1
+    assert await _key_of(repo, "pass_old2") == "grace.hopper@example.com"
