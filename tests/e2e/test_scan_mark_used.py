@@ -12,14 +12,13 @@ from typing import Any
 import httpx2
 import pytest
 
-from services.issuer.google.identity import ensure_dev_google_identity
-from shared.apple_identity import ensure_dev_identity
 from tests.issuer.google import walletschema
 from tests.support.api import create_pass, create_template, event_types, ok
 from tests.support.apple_wallet import PASS_TYPE, event_where, pushes_to
 from tests.support.emulated_iphone import EmulatedIPhone
 from tests.support.fake_apns import FakeApns
 from tests.support.fake_google import FakeGoogle, running_fake_google
+from tests.support.live_credentials import live_credentials
 from tests.support.pkpass_check import verified_pass_json
 from tests.support.polling import poll
 from tests.support.stack import Stack, new_stack, serving
@@ -120,22 +119,9 @@ def google_stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     running = new_stack(nats_url, mongo_url, tmp_path_factory.mktemp("google-stack"))
-    apple, google_dir = running.work_dir / "apple", running.work_dir / "google"
-    ensure_dev_identity(apple, pass_type_identifier="pass.com.example.scan")
-    google = ensure_dev_google_identity(google_dir, ISSUER_ID)
-    fake_google.register(google.client_email, google.public_key_pem())
-    running.extra_env = {
-        "TESSERA_PASS_TYPE_IDENTIFIER": "pass.com.example.scan",
-        "TESSERA_APPLE_CERTIFICATE_PATH": str(apple / "signer.pem"),
-        "TESSERA_APPLE_PRIVATE_KEY_PATH": str(apple / "signer-key.pem"),
-        "TESSERA_APPLE_WWDR_CERTIFICATE_PATH": str(apple / "wwdr.pem"),
-        "TESSERA_ISSUER_GOOGLE_SERVICE_ACCOUNT_PATH": str(
-            google_dir / "google-service-account.json"
-        ),
-        "TESSERA_ISSUER_GOOGLE_ISSUER_ID": ISSUER_ID,
-        "TESSERA_ISSUER_GOOGLE_API_BASE_URL": fake_google.api_base_url,
-        "TESSERA_ISSUER_GOOGLE_TOKEN_URI": fake_google.token_uri,
-    }
+    running.extra_env = live_credentials(
+        running.work_dir, fake_google, issuer_id=ISSUER_ID, pass_type="pass.com.example.scan"
+    )
     with serving(running):
         yield running
 

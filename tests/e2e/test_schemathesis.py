@@ -41,6 +41,8 @@ MAX_EXAMPLES = 40
 VARIANT_A = "/passes"
 PUBLIC_PREFIXES = ("/p/", "/l/", "/b/", "/t/", "/assets/", "/static/", "/scan")
 ENVELOPE_KEYS = {"type", "code", "message", "param"}
+# How HTTP itself delimits and routes a message (RFC 9112): not the API's parameters.
+FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "host", "connection"})
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -152,10 +154,14 @@ def test_operation_conforms(
     @given(case=_strategy(operation, known_ids))
     def run(case: AnyCase) -> None:
         # The key is always ours: generated Authorization/x-api-key values would only test 401.
-        ours = {name.lower() for name in auth}
-        generated = dict(case.headers or {})
-        headers = {k: v for k, v in generated.items() if k.lower() not in ours} | auth
-        response = case.call(base_url=stack.base_url, headers=headers)
+        # Generated framing headers are left out too: a `content-length: rx` (CI found one) is
+        # refused by the HTTP server's parser (a plain-text 400) before Tessera sees a request;
+        # the API's own checks are for the requests it receives.
+        # (case.call sends case.headers with ours on top, so they are taken out of the case.)
+        ours = {name.lower() for name in auth} | FRAMING_HEADERS
+        for name in [name for name in case.headers or {} if name.lower() in ours]:
+            del case.headers[name]
+        response = case.call(base_url=stack.base_url, headers=auth)
         case.validate_response(response, checks=CHECKS)
         body = response.json() if response.content else None
         _check_envelope(case, response.status_code, body)
