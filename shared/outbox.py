@@ -81,8 +81,11 @@ def _free(now: datetime) -> Document:
 def outbox_document(message: OutboxMessage, at: datetime) -> Document:
     """The outbox document that publishes `message` (written by `Outbox.add`, or by an owner's
     unit of work with its other writes)."""
-    payload = message.model_dump_json().encode()
-    return {"_id": message.id, "subject": message.subject, "payload": payload, "created_at": at}
+    return _document(message.id, message.subject, message.model_dump_json().encode(), at)
+
+
+def _document(event_id: str, subject: str, payload: bytes, at: datetime) -> Document:
+    return {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
 
 
 class Unpublishable(Exception):
@@ -109,9 +112,7 @@ class Outbox:
         """Write a message to publish; inside `session`'s transaction when given. The relay is
         woken after the commit by `transaction()`; an owner with transactions of its own (the
         issuer's commands) wakes it itself (`OutboxRelay.notify`)."""
-        await self.documents.insert_one(outbox_document(message, at), session=session)
-        if session is None:
-            self._wake()
+        await self._insert(outbox_document(message, at), session)
 
     async def insert(
         self,
@@ -121,7 +122,10 @@ class Outbox:
         at: datetime,
         session: AsyncClientSession | None = None,
     ) -> None:
-        document = {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
+        """`add` of a payload as it is (what a malformed or oversized message would be)."""
+        await self._insert(_document(event_id, subject, payload, at), session)
+
+    async def _insert(self, document: Document, session: AsyncClientSession | None) -> None:
         await self.documents.insert_one(document, session=session)
         if session is None:
             self._wake()
