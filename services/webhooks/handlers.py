@@ -1,7 +1,8 @@
 """The webhooks service's durable consumer of the events stream: fan-out, then acknowledge.
 
-The consumer takes the events a batch at a time (shared/event_batches.py), up to sixteen batches
-in hand at once per replica (two fetch loops, each fetching on while its batches are handled).
+The consumer takes the events a batch (of up to 25) at a time (shared/event_batches.py), up to
+sixteen batches in hand at once per replica (two fetch loops, each fetching on while its batches
+are handled).
 Each event becomes one pending delivery per subscribed webhook (services/webhooks/delivery.py);
 the scheduler sends the first attempts it may send at once, then stores the batch's deliveries
 with one insert per chunk, with the outcomes of the attempts that ended and leases on the rest
