@@ -28,6 +28,8 @@ from typing import Any
 import httpx2
 from pymongo import AsyncMongoClient
 
+from bench import commands, cpu
+from bench.issue import scrape_commands
 from bench.pkpass import (
     EVENT_DESIGN,
     BuildStats,
@@ -67,6 +69,10 @@ class RunResult:
     passes_per_second: float
     work_passes_per_second: float
     event_lag_seconds: float
+    # With one issuer (the second issuer runs outside `tessera up`, so it is not counted):
+    # CPU milliseconds per pass by process, and MongoDB commands per pass by service.
+    cpu_ms_per_pass: dict[str, float] | None = None
+    commands_per_pass: dict[str, dict[str, float]] | None = None
 
 
 def rows(count: int, first: int) -> list[dict[str, Any]]:
@@ -141,9 +147,13 @@ async def import_once(
 async def measure(
     stack: Stack, template_id: str, count: int, first: int, issuers: int, issued_before: int
 ) -> RunResult:
+    cpu_before = cpu.stack_cpu(stack.proc.pid)
+    commands_before = scrape_commands(stack)
     async with new_client(stack, 4) as client:
         job, upload, wall, ended = await import_once(stack, client, template_id, count, first)
     recorded = await created_events(stack, issued_before + job["succeeded"])
+    cpu_ms = cpu.per_pass_ms(cpu_before, cpu.stack_cpu(stack.proc.pid), count)
+    spent = scrape_commands(stack).minus(commands_before)
     work = _seconds(job, "started_at", "finished_at")
     return RunResult(
         issuers=issuers,
@@ -155,6 +165,8 @@ async def measure(
         passes_per_second=round(job["succeeded"] / wall, 1),
         work_passes_per_second=round(job["succeeded"] / work, 1),
         event_lag_seconds=round(max(0.0, recorded - ended), 2),
+        cpu_ms_per_pass=cpu_ms if issuers == 1 else None,
+        commands_per_pass=commands.per_request(spent, count) if issuers == 1 else None,
     )
 
 
@@ -217,6 +229,8 @@ async def drive(stack: Stack, passes: int, work_dir: Path) -> list[RunResult]:
     issued = warmup["succeeded"]
     results = [await measure(stack, template_id, passes, 10**6, 1, issued)]
     print(f"one issuer: {results[-1].passes_per_second} passes/s", flush=True)
+    print("CPU ms per pass by process:", results[-1].cpu_ms_per_pass, flush=True)
+    print("MongoDB commands per pass:\n" + commands.table(results[-1].commands_per_pass or {}))
     issued += results[-1].succeeded
     with second_issuer(stack, work_dir):
         results.append(await measure(stack, template_id, passes, 2 * 10**6, 2, issued))

@@ -83,13 +83,9 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         )
     )
 
-    def committed() -> None:
-        """Something was committed: its events published, its Google step run, now."""
-        relay.notify()
-        google_step()
-
     def google_step() -> None:
-        """A command committed (it publishes its own events): its Google step, now."""
+        """A command or a job's chunk committed (it publishes its own events): its Google
+        step, now."""
         if google_syncer is not None:
             google_syncer.wake()
 
@@ -104,11 +100,12 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         job_store,
         registry,
         clock,
-        committed,
+        google_step,
         concurrency=settings.job_workers,
         lease_seconds=settings.job_lease_seconds,
         poll_seconds=settings.job_poll_seconds,
         upload_timeout_seconds=settings.job_upload_timeout_seconds,
+        relay=relay,
     )
     service = IssuerService(
         repo,

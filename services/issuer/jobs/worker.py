@@ -30,7 +30,8 @@ from services.issuer.jobs.store import Chunk, JobStore
 from services.issuer.repository import ConcurrentUpdate, IssuerRepository, is_duplicate
 from shared.clock import Clock
 from shared.models import FINISHED_JOB_STATUSES, JobRecord, JobRowOutcome, RowError
-from shared.mongo import is_write_conflict
+from shared.mongo import Document, is_write_conflict
+from shared.outbox import OutboxRelay
 from shared.poller import Batch, Lease, Poller
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,12 @@ class JobWorker:
         poll_seconds: float,
         upload_timeout_seconds: float,
         owner: str | None = None,
+        relay: OutboxRelay | None = None,
     ):
         self._repo = repo
+        # With a relay, a chunk's events are published by this process right after its commit
+        # (shared/outbox.py `publish_committed`), not leased and read back by the relay.
+        self._relay = relay
         self._store = store
         self._registry = registry
         self._clock = clock
@@ -152,7 +157,7 @@ class JobWorker:
         while True:
             attempt += 1
             try:
-                committed = await self._commit_once(chunk, token, result)
+                published = await self._commit_once(chunk, token, result)
             except PyMongoError as exc:
                 if is_duplicate(exc):
                     # A row's processed marker exists: another run of this chunk committed.
@@ -174,23 +179,29 @@ class JobWorker:
                 backoff = min(MAX_CONFLICT_BACKOFF_SECONDS, 0.01 * attempt)
                 await asyncio.sleep(random.uniform(0, backoff))  # noqa: S311  # jitter
                 continue
-            if not committed:
+            if published is None:
                 log.info(
                     "job %s: chunk %s not committed (taken over or canceled)", job.id, chunk.id
                 )
                 return False
             if result.events:
+                if self._relay is not None:
+                    self._relay.publish_committed(published)
                 self._on_commit()
             await self._count(chunk.id, chunk.job_id, result.outcomes)
             return True
 
-    async def _commit_once(self, chunk: Chunk, token: str, result: ChunkResult) -> bool:
+    async def _commit_once(
+        self, chunk: Chunk, token: str, result: ChunkResult
+    ) -> list[Document] | None:
         """The chunk's work and outcome in one transaction; not its job's counters: every
         chunk of a job writes that one document, and a conflict there would make a chunk's
         whole transaction (hundreds of inserts) run again. `_count` does that after, in a
-        small transaction of its own."""
+        small transaction of its own. The outbox documents committed, or None when the chunk
+        was not this claim's to commit."""
+        lease = None if self._relay is None else self._relay.committed_lease()
         try:
-            async with self._repo.unit_of_work() as uow:
+            async with self._repo.unit_of_work(outbox_lease=lease) as uow:
                 now = self._clock.now()
                 session = uow.session
                 if not await self._store.job_open(session, chunk.job_id):
@@ -203,8 +214,8 @@ class JobWorker:
                 if not await self._store.finish_chunk(session, chunk, token, result.outcomes, now):
                     raise _NotOurs
         except _NotOurs:
-            return False  # the transaction was aborted: nothing of this run is written
-        return True
+            return None  # the transaction was aborted: nothing of this run is written
+        return uow.outbox_documents
 
     async def _count(self, chunk_id: str, job_id: str, outcomes: Sequence[JobRowOutcome]) -> None:
         """Count a committed chunk into its job, retrying write conflicts (concurrent chunks

@@ -4,10 +4,13 @@ would), forward-only counters, a chunk done twice after a lost lease creating no
 cancel, the upload timeout, and a chunk that keeps failing given up."""
 
 import asyncio
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+import nats
 import pytest
+from nats.aio.msg import Msg
 
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import PassMaker
@@ -23,6 +26,8 @@ from shared.errors import InvalidRequest, NotFound
 from shared.ids import new_id
 from shared.messages import AddImportRows, CancelJob, ImportChunk, ImportRow, StartJob
 from shared.models import JobRecord, JobRowOutcome, RowError, TemplateRecord
+from shared.nats import create_broker, ensure_events_stream
+from shared.outbox import OutboxRelay
 from tests.support.inproc_api import ManualClock
 from tests.support.issuer import (
     ACCOUNT,
@@ -339,3 +344,59 @@ async def test_a_chunk_committed_but_never_counted_is_counted_once_by_the_sweep(
     assert done is not None
     assert (done.processed, done.succeeded, done.status) == (10, 10, "succeeded")
     assert await repo.passes.count_documents({}) == 10
+
+
+async def test_a_committed_chunk_publishes_its_events_itself_without_a_relay_claim(
+    service: IssuerService,
+    repo: IssuerRepository,
+    artifacts: WalletArtifacts,
+    store: JobStore,
+    nats_url: str,
+) -> None:
+    """A chunk's events are written under the relay's committed lease and published by the
+    worker right after the commit, then deleted: the relay's claims (never run here) take
+    no part, which saves them their lease, read and scan of the outbox."""
+    published: Counter[str] = Counter()
+
+    async def count(msg: Msg) -> None:
+        published[(msg.headers or {}).get("Nats-Msg-Id", "")] += 1
+
+    listener = await nats.connect(nats_url)
+    await listener.subscribe("tessera.events.>", cb=count)
+    await listener.flush()
+    broker = create_broker(nats_url)
+    await broker.connect()
+    try:
+        await ensure_events_stream(broker)
+        relay = OutboxRelay(repo.outbox, broker, poll_seconds=3600, owner="replica-1")
+        registry = JobRegistry()
+        registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, SystemClock())))
+        worker = JobWorker(
+            repo,
+            store,
+            registry,
+            SystemClock(),
+            lambda: None,
+            concurrency=1,
+            lease_seconds=LEASE.total_seconds(),
+            poll_seconds=3600,
+            upload_timeout_seconds=3600,
+            relay=relay,
+        )
+        template = await _template(service)
+        await _upload(service, template.id, [_rows(1, 50)])
+        [chunk] = await _claim(store)
+        assert await worker.run_chunk(chunk, "test/1")
+        pass_ids = [doc["_id"] async for doc in repo.passes.find({}, {"_id": 1})]
+        assert len(pass_ids) == 50
+
+        deadline = asyncio.get_running_loop().time() + 10
+        while await repo.outbox.documents.count_documents({}) or sum(published.values()) < 50:
+            assert asyncio.get_running_loop().time() < deadline, (published, pass_ids)
+            await asyncio.sleep(0.05)
+        await relay.stop()
+    finally:
+        await broker.stop()
+        await listener.drain()
+    assert len(published) == 50
+    assert set(published.values()) == {1}  # each once
