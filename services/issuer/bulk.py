@@ -2,10 +2,12 @@
 
 Every row is prepared on its own (checked, rendered, signed: a refusal fails that row alone,
 with the error POST /v1/passes would have answered), then the rows that succeeded are written
-together in the caller's one transaction: one insert_many each for passes, pass files, outbox
-events and processed markers, so a chunk of 100 costs a handful of round trips, not 100 times
-the dozen of single creates. A failure that is not the row's fault (Google unavailable, the
-store) raises: the whole batch or chunk is tried again, and nothing of it was written.
+together in the caller's one transaction: one insert_many each for passes, pass files and
+outbox events, so a chunk of 100 costs a handful of round trips, not 100 times the dozen of
+single creates. A row is made once because its batch or chunk commits once (the batch's
+command id, the chunk's guarded commit). A failure that is not the row's fault (Google
+unavailable, the store) raises: the whole batch or chunk is tried again, and nothing of it was
+written.
 """
 
 import asyncio
@@ -116,7 +118,7 @@ class Prepared:
 
     async def write(self, uow: UnitOfWork) -> None:
         """The new passes and their files, in `uow` (their events go to the outbox with the
-        caller's other events, their processed markers with its markers)."""
+        caller's other events)."""
         if self.passes:
             await uow.insert_new_passes([(p.record, p.file) for p in self.passes])
 

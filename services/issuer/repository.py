@@ -390,13 +390,3 @@ class UnitOfWork:
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
         document = {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL}
         self._pending.insert(self._repo.processed, document)
-
-    async def record_commands(
-        self, results: Sequence[tuple[str, dict[str, Any]]], at: datetime | None = None
-    ) -> None:
-        """Processed markers of many rows at once (each row of a batch or a job chunk has a
-        command id of its own): a duplicate fails the transaction, so a row is made once."""
-        expires = (at or datetime.now(UTC)) + PROCESSED_COMMAND_TTL
-        for key, result in results:
-            document = {"_id": key, "result": result, "expires_at": expires}
-            self._pending.insert(self._repo.processed, document)

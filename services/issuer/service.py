@@ -405,7 +405,6 @@ class IssuerService:
             saved = None if new.record.google_save_url is None else ""
             record = new.record.model_copy(update={"google_save_url": saved})
             results[new.key] = BatchRowResult(index=new.key, record=record)
-        markers = [(f"{cmd.command_id}:{new.key}", {"pass_id": new.record.id}) for new in made]
         rows_out = [results[row.index] for row in cmd.rows]
         bundle = batch_bundle(cmd, rows_out, self._clock.now())
 
@@ -414,7 +413,6 @@ class IssuerService:
                 await uow.insert_new_passes([(new.record, new.file) for new in made])
             if bundle is not None:
                 await self._bundles.insert(bundle, uow.session)
-            await uow.record_commands(markers, self._clock.now())
 
         result = PassesCreated(rows=rows_out, bundle=bundle)
         return Outcome(result, apply, events=[new.event for new in made])

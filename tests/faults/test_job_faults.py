@@ -7,7 +7,7 @@ service and a restart of NATS or the store").
 
 A killed replica's chunks keep their lease until it runs out (10 s here), then the other
 replica takes them over and does them again from the start: nothing of the dead run was
-committed (a chunk's passes, events, row markers, outcome and counters are one transaction),
+committed (a chunk's passes, events and outcome are one transaction, guarded by its lease),
 so nothing is made twice.
 """
 

@@ -3,9 +3,9 @@ once, while a template rollout re-renders 3,000 passes. The job finishes; every 
 final design_version, changed once (version 2); exactly one `updated` event is recorded per
 pass, and no event twice.
 
-A chunk's passes, files, events, per-pass markers (`<job id>:<pass id>`) and outcome commit
-in one transaction, and each pass is replaced only at the version it was read at: a chunk
-taken over after a kill changes nothing twice.
+A chunk's passes, files, events and outcome commit in one transaction, guarded by its lease,
+and each pass is replaced only at the version it was read at: a chunk taken over after a kill
+changes nothing twice.
 """
 
 import time

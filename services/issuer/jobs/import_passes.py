@@ -1,5 +1,6 @@
 """The `import_passes` job type: each chunk's rows become passes, as POST /v1/passes/batch
-makes them (services/issuer/bulk.py), each row's command id being the job id and its row."""
+makes them (services/issuer/bulk.py). A row is made once: its chunk commits once (the worker's
+guarded commit)."""
 
 from services.issuer.bulk import PassMaker, Prepared
 from services.issuer.jobs.registry import ChunkResult
@@ -9,11 +10,6 @@ from shared.messages import ImportRow
 from shared.models import JobRecord, JobRowOutcome, row_error
 
 JOB_TYPE = "import_passes"
-
-
-def row_command_id(job_id: str, row: int) -> str:
-    """The processed marker of one row: a chunk done twice cannot make its passes twice."""
-    return f"{job_id}:{row}"
 
 
 class ImportPasses:
@@ -57,8 +53,4 @@ class ImportPasses:
             outcomes=[outcomes[row.row] for row in rows],
             write=prepared.write,
             events=[made.event for made in prepared.passes],
-            markers=[
-                (row_command_id(job.id, made.key), {"pass_id": made.record.id})
-                for made in prepared.passes
-            ],
         )

@@ -5,13 +5,13 @@ its job to the handler, and commits what the handler returns (`ChunkResult`) in 
 transaction with the chunk's outcome and the job's counters, so a handler never writes: it
 prepares (reads, validates, renders, signs) and says what to write. Everything a handler does
 for a chunk must be safe to do again: a chunk whose replica died is done again from the start
-once its lease expires; the processed markers of its rows (command id = job id and row) and
-the chunk's guarded commit make sure that only one run's writes are ever committed.
+once its lease expires; the chunk's guarded commit (only while the chunk is pending under the
+claim's lease) makes sure that only one run's writes are ever committed.
 """
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from services.issuer.jobs.store import Chunk
 from services.issuer.repository import UnitOfWork
@@ -26,12 +26,11 @@ async def _no_writes(uow: UnitOfWork) -> None:
 @dataclass
 class ChunkResult:
     """What one chunk came to: an outcome per row (or pass), and the writes and events to
-    commit with them. `markers` are processed_commands entries (command id, result)."""
+    commit with them."""
 
     outcomes: list[JobRowOutcome]
     write: Callable[[UnitOfWork], Awaitable[None]] = _no_writes
     events: list[OutboxMessage] = field(default_factory=list)
-    markers: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 class JobHandler(Protocol):

@@ -5,10 +5,10 @@ Each pass of the chunk is read, changed (a job type's `Change`: the new design, 
 values), rendered with the template's current design, signed, and its `updated` event made as
 a PATCH makes it (a `LiveUpdate`, so the events service pushes its devices, then records the
 event, and webhooks send `pass.update_pushed`), with `metadata.job_id`. Nothing is written
-here: the worker commits the passes, their files, their events and their processed markers
-(`<job id>:<pass id>`) in one transaction. Each pass is replaced only at the version it was
-read at, so a pass changed meanwhile (a PATCH) makes the chunk be prepared again from fresh
-reads rather than lose that change.
+here: the worker commits the passes, their files and their events in one transaction, once
+per chunk. Each pass is replaced only at the version it was read at, so a pass changed
+meanwhile (a PATCH) makes the chunk be prepared again from fresh reads rather than lose that
+change, and a pass is never changed twice by one job.
 """
 
 import asyncio
@@ -50,11 +50,6 @@ class Change(Protocol):
     ) -> Changed | None:
         """The change of `record`, None to leave it as it is; raises the pass's ApiError."""
         ...
-
-
-def pass_command_id(job_id: str, pass_id: str) -> str:
-    """The processed marker of one pass of a job: a chunk done twice changes it once."""
-    return f"{job_id}:{pass_id}"
 
 
 @dataclass(frozen=True)
@@ -120,13 +115,6 @@ class PassRerenderer:
             outcomes=outcomes,
             write=_writer(rebuilt),
             events=_events(rebuilt),
-            markers=[
-                (
-                    pass_command_id(job.id, one.record.id),
-                    {"pass_id": one.record.id, "version": one.record.version},
-                )
-                for one in rebuilt
-            ],
         )
 
     async def _rebuild(

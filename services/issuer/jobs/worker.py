@@ -2,7 +2,7 @@
 
 A claim leases up to `concurrency` chunks (oldest job first) for `lease_seconds`; each chunk is
 run by its job type's handler and committed in one transaction: the handler's writes, its
-events (outbox), the rows' processed markers and the chunk's outcome. The commit only matches
+events (outbox) and the chunk's outcome. The commit only matches
 the chunk under this claim's lease and while it is pending, so a chunk is done once even if a
 replica that lost its lease (paused past it) comes back. A second, small transaction then
 counts the chunk into its job (the chunk's move from "counting" to "done" with the job's
@@ -43,8 +43,8 @@ STOP_GRACE_SECONDS = 10.0
 EXPIRY_CHECK_SECONDS = 60.0
 # A commit that lost a write conflict (chunks of one job all count into its document) is
 # tried again with a jittered backoff, for at most this share of the lease. One that still
-# conflicts then waits for a transaction left open by a replica killed mid-commit (its row
-# markers hold those keys until the store drops it: 60 s on MongoDB): the chunk is given back
+# conflicts then waits for a transaction left open by a replica killed mid-commit (it holds
+# the chunk's document until the store drops it: 60 s on MongoDB): the chunk is given back
 # to be claimed again after RETRY_SOON_SECONDS, and the claim is not counted as an attempt.
 COMMIT_BUDGET_SHARE = 0.5
 MAX_CONFLICT_BACKOFF_SECONDS = 0.25
@@ -160,8 +160,9 @@ class JobWorker:
                 published = await self._commit_once(chunk, token, result)
             except PyMongoError as exc:
                 if is_duplicate(exc):
-                    # A row's processed marker exists: another run of this chunk committed.
-                    log.warning("job %s: chunk %s was committed already", job.id, chunk.id)
+                    # A unique key taken (a pass's short id drawn twice, say): nothing was
+                    # committed; the chunk is claimed and prepared again after its lease.
+                    log.warning("job %s: chunk %s met a duplicate key", job.id, chunk.id)
                     return False
                 if not is_write_conflict(exc):
                     raise
@@ -208,7 +209,6 @@ class JobWorker:
                     raise _NotOurs  # canceled meanwhile
                 await result.write(uow)
                 await uow.add_outbox_many(result.events, now)
-                await uow.record_commands(result.markers, now)
                 await uow.flush()
                 # Last: the chunk is the document a take-over would contend for.
                 if not await self._store.finish_chunk(session, chunk, token, result.outcomes, now):
