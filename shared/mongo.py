@@ -122,6 +122,17 @@ def unjournaled(collection: AsyncCollection[Document]) -> AsyncCollection[Docume
 
 
 WRITE_CONFLICT = 112
+INDEX_NOT_FOUND = 27
+
+
+async def drop_index_if_present(collection: AsyncCollection[Document], name: str) -> None:
+    """Drop an index a release no longer uses (every index costs each write of the
+    collection); a store without it, or where another replica dropped it first, is fine."""
+    try:
+        await collection.drop_index(name)
+    except OperationFailure as exc:
+        if exc.code != INDEX_NOT_FOUND and "index not found" not in str(exc).lower():
+            raise
 
 
 def is_write_conflict(exc: PyMongoError) -> bool:

@@ -20,7 +20,7 @@ from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKe
 
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_key
-from shared.mongo import Database, Document, MongoClient
+from shared.mongo import Database, Document, MongoClient, drop_index_if_present
 from shared.outbox import Outbox, OutboxMessage, outbox_document
 from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
@@ -133,7 +133,9 @@ class IssuerRepository:
         )
         await self.passes.create_index("short_id", unique=True)
         await self.passes.create_index("serial_number", unique=True)
-        await self.passes.create_index("template_id")
+        # Every query by template_id names the account and mode: the compound index above
+        # serves it. A lone template_id index (until 2026-11-25) cost every pass write.
+        await drop_index_if_present(self.passes, "template_id_1")
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
         await self.download_links.create_index("token_hash", unique=True)
         # Expired links are kept a while so they answer 410 "ask for a fresh link", not 404.

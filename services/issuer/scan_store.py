@@ -8,7 +8,7 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 
 from services.issuer.repository import ConcurrentUpdate
-from shared.models import Mode, PassRecord
+from shared.models import Mode, PassRecord, TemplateRecord
 from shared.mongo import Database
 from shared.scans import ScanRecord
 
@@ -87,10 +87,13 @@ class ScanStore:
             raise ConcurrentUpdate(read.id)
 
     async def set_limits(
-        self, template_id: str, limit: int | None, session: AsyncClientSession
+        self, template: TemplateRecord, limit: int | None, session: AsyncClientSession
     ) -> None:
         """A template's new `max_redemptions` on each of its passes (what their objects show
         as `redemptions_remaining`), in the template update's transaction."""
+        scope = {"account_id": template.account_id, "mode": template.mode}
         await self._passes.update_many(
-            {"template_id": template_id}, {"$set": {"redemption_limit": limit}}, session=session
+            {**scope, "template_id": template.id},
+            {"$set": {"redemption_limit": limit}},
+            session=session,
         )

@@ -337,7 +337,7 @@ class IssuerService:
                 await google_classes.mark_class_due(updated, now, uow.session)
             limit = updated.policy().max_redemptions
             if limit != record.policy().max_redemptions:
-                await self._scan_store.set_limits(updated.id, limit, uow.session)
+                await self._scan_store.set_limits(updated, limit, uow.session)
             if rollout is not None:
                 await rollout(uow)
 

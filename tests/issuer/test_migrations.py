@@ -42,3 +42,15 @@ async def test_the_backfill_runs_until_a_start_completes_it_then_never_again(
     await repo.migrations.delete_one({"_id": EMAIL_KEYS_MIGRATION})
     assert await repo.backfill_email_keys_once() == 1
     assert await _key_of(repo, "pass_old2") == "grace.hopper@example.com"
+
+
+async def test_an_index_a_release_retired_is_dropped_at_start(repo: IssuerRepository) -> None:
+    """The lone template_id index of passes (every query by template names the account and
+    mode, which the compound index serves) is dropped by the next start, and a start without
+    it is fine; the compound index stays."""
+    await repo.passes.create_index("template_id")
+    await repo.ensure_indexes()
+    names = set(await repo.passes.index_information())
+    assert "template_id_1" not in names
+    assert "account_id_1_mode_1_template_id_1__id_-1" in names
+    await repo.ensure_indexes()  # nothing to drop: no error
