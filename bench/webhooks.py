@@ -3,8 +3,9 @@
 Run with `python -m bench.webhooks [--passes 200] [--webhooks 1,10] [--concurrency 16]
 [--quiet-passes 30] [--no-slow] [--no-batch]`. It starts `tessera up` on a fresh data directory
 (like bench.issue; development settings, so webhooks may target loopback), runs a receiver on
-127.0.0.1 that answers 200 at once, and for each level subscribes that many webhooks of the
-development account to `pass.issued`, then issues passes:
+127.0.0.1 in a process of its own that answers 200 at once (bench/receiver.py: uvicorn), and
+for each level subscribes that many webhooks of the development account to `pass.issued`,
+then issues passes:
 
 1. 30 one at a time, 1 webhook (the latency of a quiet system);
 2. N at the given concurrency with 1 and with 10 webhooks (deliveries paced by issuing);
@@ -32,34 +33,32 @@ import argparse
 import asyncio
 import itertools
 import json
+import socket
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx2
 
 from bench.issue import create_template, issue_many, parse_levels, pass_body
 from bench.pkpass import format_table, machine_facts, percentile, write_results
+from bench.receiver import ARRIVALS, RAW_PREFIX, SAMPLE, SLOW_SUFFIX
+from bench.stack import REPO_ROOT, new_client, running_stack
 from bench.stack import Stack as RunningStack
-from bench.stack import new_client, running_stack
+from tessera.processes import free_port
 
 DELIVERY_TIMEOUT = 120.0
 POLL_INTERVAL = 0.05
-# The slow endpoint of the isolation level: answers 500 after this long.
-SLOW_SUFFIX = "/slow"
-SLOW_SECONDS = 2.0
+RECEIVER_HOST = "127.0.0.1"
+RECEIVER_START_SECONDS = 30.0
 RAW_POSTS = 3000
 LEVEL_RUNS = itertools.count(1)
 RAW_CONCURRENCY = 16
-HOP_HEADERS = {"host", "content-length", "connection"}
 
 
 @dataclass(frozen=True)
@@ -71,69 +70,60 @@ class Arrival:
 
 
 class Collector:
-    """Arrivals at the receiver, thread-safe."""
+    """Arrivals at the receiver (bench/receiver.py), read from the file it appends to."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, out: Path) -> None:
+        self._arrivals = out / ARRIVALS
+        self._sample = out / SAMPLE
+        self._read = 0
         self.arrivals: list[Arrival] = []
-        # One delivery as it arrived (body and signature headers), for the raw-POST reference.
-        self.sample: tuple[bytes, dict[str, str]] | None = None
 
-    def add(self, arrival: Arrival) -> None:
-        with self._lock:
-            self.arrivals.append(arrival)
+    @property
+    def sample(self) -> tuple[bytes, dict[str, str]] | None:
+        """One delivery as it arrived (body and signature headers), for the raw-POST reference."""
+        if not self._sample.exists():
+            return None
+        sample = json.loads(self._sample.read_text())
+        return sample["body"].encode(), sample["headers"]
 
     def for_paths(self, prefix: str) -> list[Arrival]:
-        with self._lock:
-            return [a for a in self.arrivals if a.webhook_path.startswith(prefix)]
-
-
-def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            received = time.time()
-            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            body = json.loads(raw)
-            if self.path.startswith("/level-") and collector.sample is None:
-                signed = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
-                collector.sample = (raw, signed)
-            created = datetime.fromisoformat(body["created_at"].replace("Z", "+00:00"))
-            slow = self.path.endswith(SLOW_SUFFIX)
-            if slow:  # the failing endpoint: answers 500, slowly
-                time.sleep(SLOW_SECONDS)
-            self.send_response(500 if slow else 200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            collector.add(
-                Arrival(self.headers["webhook-id"], self.path, created.timestamp(), received)
-            )
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
-
-class _Receiver(ThreadingHTTPServer):
-    # The listen backlog: the raw-POST reference opens RAW_CONCURRENCY connections at once, and
-    # the default (5) dropped some of them (ReadError in the client).
-    request_queue_size = 128
-    daemon_threads = True
+        with self._arrivals.open("rb") as arrivals:
+            arrivals.seek(self._read)
+            data = arrivals.read()
+        complete = data[: data.rfind(b"\n") + 1]  # a line being written is read next time
+        self._read += len(complete)
+        self.arrivals += [Arrival(*json.loads(line)) for line in complete.splitlines()]
+        return [a for a in self.arrivals if a.webhook_path.startswith(prefix)]
 
 
 @contextmanager
-def receiver() -> Iterator[tuple[str, Collector]]:
-    collector = Collector()
-    server = _Receiver(("127.0.0.1", 0), _handler(collector))
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
+def receiver(work_dir: Path) -> Iterator[tuple[str, Collector]]:
+    """The receiver in a process of its own (bench/receiver.py), and what arrived at it."""
+    out = work_dir / "receiver"
+    out.mkdir()
+    (out / ARRIVALS).touch()
+    port = free_port(RECEIVER_HOST)
+    argv = [sys.executable, "-m", "bench.receiver", "--port", str(port), "--out", str(out)]
+    proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", collector
+        deadline = time.monotonic() + RECEIVER_START_SECONDS
+        while not _accepts(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the bench receiver did not start")
+            time.sleep(POLL_INTERVAL)
+        yield f"http://{RECEIVER_HOST}:{port}", Collector(out)
     finally:
-        server.shutdown()
-        server.server_close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex((RECEIVER_HOST, port)) == 0
 
 
 @dataclass
@@ -186,7 +176,7 @@ async def raw_posts_per_second(base: str, collector: Collector) -> float:
 
         async def worker(count: int) -> None:
             for _ in range(count):
-                response = await client.post(f"{base}/raw/0", content=body, headers=headers)
+                response = await client.post(f"{base}{RAW_PREFIX}0", content=body, headers=headers)
                 response.raise_for_status()
 
         started = time.perf_counter()
@@ -276,7 +266,9 @@ def table(levels: Sequence[LevelResult]) -> str:
     return format_table(headers, rows)
 
 
-async def drive(stack: RunningStack, args: argparse.Namespace) -> tuple[list[LevelResult], float]:
+async def drive(
+    stack: RunningStack, base: str, collector: Collector, args: argparse.Namespace
+) -> tuple[list[LevelResult], float]:
     # First one pass at a time, so the latency is not queueing behind other work; then loaded;
     # then, beside nine healthy webhooks, one that answers 500 after SLOW_SECONDS.
     levels = [Level(1, args.quiet_passes, 1)]
@@ -293,21 +285,20 @@ async def drive(stack: RunningStack, args: argparse.Namespace) -> tuple[list[Lev
     if args.batch:
         levels.append(Level(10, args.passes, -(-args.passes // 100), batch=True))
     results = []
-    with receiver() as (base, collector):
-        raw = 0.0
-        for level in levels:
-            if raw == 0.0 and collector.sample is not None:
-                raw = await raw_posts_per_second(base, collector)
-                print(f"raw POSTs/s (httpx2, {RAW_CONCURRENCY} at a time): {raw:.1f}")
-            result = await run_level(stack, base, collector, level, raw or 1.0)
-            print(
-                f"{level.webhooks} webhook(s) ({level.slow} slow), {level.passes} passes at "
-                f"concurrency {level.concurrency}: {result.deliveries_per_second} deliveries/s, "
-                f"p50 {result.latency_p50_ms} ms, p99 {result.latency_p99_ms} ms"
-            )
-            results.append(result)
-        # Again at the end, on the machine as loaded as it is now: the mean of the two.
-        raw = (raw + await raw_posts_per_second(base, collector)) / 2
+    raw = 0.0
+    for level in levels:
+        if raw == 0.0 and collector.sample is not None:
+            raw = await raw_posts_per_second(base, collector)
+            print(f"raw POSTs/s (httpx2, {RAW_CONCURRENCY} at a time): {raw:.1f}")
+        result = await run_level(stack, base, collector, level, raw or 1.0)
+        print(
+            f"{level.webhooks} webhook(s) ({level.slow} slow), {level.passes} passes at "
+            f"concurrency {level.concurrency}: {result.deliveries_per_second} deliveries/s, "
+            f"p50 {result.latency_p50_ms} ms, p99 {result.latency_p99_ms} ms"
+        )
+        results.append(result)
+    # Again at the end, on the machine as loaded as it is now: the mean of the two.
+    raw = (raw + await raw_posts_per_second(base, collector)) / 2
     print(f"raw POSTs/s, mean of the two measurements: {raw:.1f}")
     for result in results:
         result.ratio_to_raw_posts = round(result.deliveries_per_second / raw, 3)
@@ -362,8 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with (
         tempfile.TemporaryDirectory(prefix="bench-webhooks-") as work,
         running_stack(Path(work)) as stack,
+        receiver(Path(work)) as (base, collector),
     ):
-        levels, raw = asyncio.run(drive(stack, args))
+        levels, raw = asyncio.run(drive(stack, base, collector, args))
     print(table(levels))
     path = write_results(
         "webhooks",
