@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
@@ -336,9 +337,31 @@ class UnitOfWork:
     async def replace_passes(self, records: Sequence[tuple[PassRecord, int]]) -> None:
         """Replace many passes, each only at the version it was read at (record, expected
         version): one that changed meanwhile raises ConcurrentUpdate (the caller prepares
-        again from fresh reads)."""
+        again from fresh reads).
+
+        The versions are read first, in the transaction (one query), then each pass is
+        updated by its id alone. A pass another transaction changes after that read makes
+        the update a write conflict (snapshot isolation: the store refuses to write over a
+        change this transaction did not see), which the caller runs again from the read. The
+        same check as a filter on the id and the version cost the store a query plan per
+        statement: 1.43 ms against 0.95 ms + 0.08 ms per pass on the development store
+        (docs/performance.md, Rollout)."""
+        if not records:
+            return
+        await self.flush()  # the read below sees what this unit of work wrote so far
+        ids = [record.id for record, _ in records]
+        found = self._repo.passes.find({"_id": {"$in": ids}}, {"version": 1}, session=self._session)
+        versions = {doc["_id"]: doc.get("version") async for doc in found}
         for record, expected in records:
-            await self.replace_pass(record, expected)
+            if versions.get(record.id) != expected:
+                raise ConcurrentUpdate(record.id)
+        for record, _ in records:
+            self._pending.update(
+                self._repo.passes,
+                {"_id": record.id},
+                pass_changes(record),
+                must_match=partial(ConcurrentUpdate, record.id),
+            )
 
     async def store_pass_files(self, files: Sequence[tuple[str, PassFile, datetime]]) -> None:
         """`store_pass_file` of many passes (pass id, file, at)."""
