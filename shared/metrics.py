@@ -73,8 +73,9 @@ CONSUMER_PENDING = Gauge(
 # The outboxes (shared/outbox.py), one per service that publishes events: `owner` is the service.
 OUTBOX_PENDING = Gauge(
     "tessera_outbox_pending",
-    "Events a service committed to its outbox and has not yet published to JetStream (the "
-    "issuer's live updates included), read at scrape time.",
+    "Outbox documents a service committed and has not yet published to JetStream (the "
+    "issuer's live updates included; one document holds the events of a bulk transaction), "
+    "read at scrape time.",
     ["owner"],
 )
 OUTBOX_SET_ASIDE = Counter(

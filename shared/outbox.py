@@ -15,6 +15,13 @@ then another replica publishes the batch again, which JetStream's duplicate wind
 id is the Nats-Msg-Id) and the consumers' unique `_id` absorb. It claims at start (events left
 by a crash), when a write wakes it, and every `poll_seconds` as the safety net.
 
+A transaction that commits many events (a job's chunk, a batch of passes) may write them as
+one document (`outbox_batch_documents`: `messages`, each with its own id, subject and
+payload): one insert and one delete for them all instead of one each, the cost that mattered
+most in bulk work on the development store (docs/performance.md). Its messages are published
+together; if only some of them could be, the document is split into one document per message
+left, which then go the way of any document.
+
 Each document of a batch has its own outcome, so one event that cannot be published never holds
 back the others (an event over NATS's max_payload once jammed every tenant's events). One that
 can never be published is set aside in the dead letters at once; one that keeps failing while
@@ -27,9 +34,9 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from faststream.nats import NatsBroker
@@ -50,6 +57,10 @@ T = TypeVar("T")
 OutboxMessage = PassEventMessage | LiveUpdate
 
 BATCH_SIZE = 100
+# Payload bytes one batch document holds at most (MongoDB documents hold 16 MiB).
+BATCH_DOCUMENT_BYTES = 4 * 1024 * 1024
+# Publishes a relay has in flight at most (a claim of batch documents holds many events).
+MAX_PUBLISHES_IN_FLIGHT = 500
 # Longer than any batch of a live relay takes (its publishes run at once, each bounded by
 # PUBLISH_TIMEOUT_SECONDS): its expiry is the only takeover, and it delays the events of a
 # relay that died mid-batch by at most this long.
@@ -88,8 +99,48 @@ def _document(event_id: str, subject: str, payload: bytes, at: datetime) -> Docu
     return {"_id": event_id, "subject": subject, "payload": payload, "created_at": at}
 
 
+def outbox_batch_documents(messages: Sequence[OutboxMessage], at: datetime) -> list[Document]:
+    """The outbox documents of many messages committed together: one per message for one,
+    else documents of up to BATCH_DOCUMENT_BYTES of payload each, holding them in order
+    (`messages`), each document's `_id` its first message's id."""
+    documents: list[Document] = []
+    group: list[Document] = []
+    size = 0
+    for message in messages:
+        payload = message.model_dump_json().encode()
+        if group and size + len(payload) > BATCH_DOCUMENT_BYTES:
+            documents.append(_grouped(group, at))
+            group, size = [], 0
+        group.append({"_id": message.id, "subject": message.subject, "payload": payload})
+        size += len(payload)
+    if group:
+        documents.append(_grouped(group, at))
+    return documents
+
+
+def _grouped(messages: list[Document], at: datetime) -> Document:
+    if len(messages) == 1:
+        only = messages[0]
+        return _document(only["_id"], only["subject"], only["payload"], at)
+    return {"_id": messages[0]["_id"], "messages": messages, "created_at": at}
+
+
+def outbox_message_count(document: Document) -> int:
+    """The events an outbox document holds."""
+    messages = document.get("messages")
+    return len(messages) if isinstance(messages, list) else 1
+
+
 class Unpublishable(Exception):
     """An outbox document that no retry can publish (malformed, or too large for NATS)."""
+
+
+class PartlyPublished(Exception):
+    """Some messages of a batch document were published, these were not."""
+
+    def __init__(self, unpublished: list[Document], first_error: BaseException):
+        super().__init__(_describe(first_error))
+        self.unpublished = unpublished
 
 
 class Outbox:
@@ -193,6 +244,22 @@ class Outbox:
             },
         )
 
+    async def split(self, doc: Document, unpublished: list[Document], token: str) -> None:
+        """Replace a batch document, still leased under `token`, by one free document per
+        message not yet published (in one transaction): those then go the way of any document
+        (retried, set aside), and the published ones are not sent again."""
+        at = doc.get("created_at") or datetime.now(UTC)
+
+        async def write(session: AsyncClientSession) -> None:
+            taken = await self.documents.delete_one(
+                {"_id": doc["_id"], "lease_owner": token}, session=session
+            )
+            if taken.deleted_count == 1:  # else another relay holds it now: it publishes all
+                singles = [_document(m["_id"], m["subject"], m["payload"], at) for m in unpublished]
+                await self.documents.insert_many(singles, session=session)
+
+        await self.in_transaction(write)
+
     async def set_aside(self, doc: Document, reason: str, at: datetime, token: str) -> None:
         """Move a document that can never be published to the dead letters.
 
@@ -205,7 +272,8 @@ class Outbox:
         await self.documents.delete_one({"_id": doc["_id"], "lease_owner": token})
 
     async def size(self) -> int:
-        """Events committed but not yet published."""
+        """Documents committed but not yet published (an event, or the events of one bulk
+        transaction)."""
         return await self.documents.count_documents({})
 
     async def dead_letter_count(self) -> int:
@@ -246,6 +314,7 @@ class OutboxRelay:
         self._to_delete: list[str] = []
         self._deleter: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()
+        self._publishes = asyncio.Semaphore(MAX_PUBLISHES_IN_FLIGHT)
         # One batch at a time: within a process, events reach the stream in `_id` order.
         self._poller: Poller[list[Document]] = Poller(
             f"{outbox.owner}-outbox-relay",
@@ -292,6 +361,10 @@ class OutboxRelay:
         )
         published = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if not error]
         failed = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if error]
+        for doc, outcome in zip(docs, outcomes, strict=True):
+            if isinstance(outcome, PartlyPublished):
+                failed.remove(doc["_id"])
+                await self._split(doc, outcome, self._committed_token)
         if published:
             self._to_delete.extend(published)
             if self._deleter is None or self._deleter.done():
@@ -364,32 +437,76 @@ class OutboxRelay:
         failed = [(doc, e) for doc, e in zip(docs, outcomes, strict=True) if e is not None]
         if published:
             await self._outbox.done(published, token)
+        partly = [(doc, e) for doc, e in failed if isinstance(e, PartlyPublished)]
+        for doc, split in partly:
+            await self._split(doc, split, token)
+        failed = [(doc, e) for doc, e in failed if not isinstance(e, PartlyPublished)]
         for doc, error in failed:
             if isinstance(error, Unpublishable):
                 await self._set_aside(doc, str(error), token)
         transient = [(doc, e) for doc, e in failed if not isinstance(e, Unpublishable)]
-        if transient and not published:
+        if transient and not published and not partly:
             held = [doc["_id"] for doc, _ in transient]
             await self._outbox.hold(held, token, self._clock.now() + self._poll)
             raise transient[0][1]
         for doc, error in transient:
             await self._retry_later(doc, error, token)
-        return len(published)
+        return sum(outbox_message_count(doc) for doc in docs if doc["_id"] in published)
+
+    async def _split(self, doc: Document, error: PartlyPublished, token: str) -> None:
+        log.warning(
+            "outbox batch %s: %d of its events not published (%s); split to be retried alone",
+            doc["_id"],
+            len(error.unpublished),
+            error,
+        )
+        try:
+            await self._outbox.split(doc, error.unpublished, token)
+        except Exception:
+            # Left leased: once the lease ends a claim publishes the whole batch again (the
+            # published ones are deduplicated by their ids).
+            log.exception("%s outbox: splitting batch %s failed", self._outbox.owner, doc["_id"])
+        self.notify()
 
     async def _publish(self, doc: Document) -> None:
+        if "messages" in doc:
+            await self._publish_messages(doc)
+            return
+        await self._publish_message(doc)
+
+    async def _publish_messages(self, doc: Document) -> None:
+        """Every message of a batch document, at once; PartlyPublished with those left when
+        some were published, else (none was) the error as for one message, a transient one
+        first (the batch is tried again whole)."""
+        messages = doc["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise Unpublishable("malformed outbox document (messages)")
+        outcomes = await asyncio.gather(
+            *(self._publish_message(message) for message in messages), return_exceptions=True
+        )
+        failed = [(m, e) for m, e in zip(messages, outcomes, strict=True) if e is not None]
+        if not failed:
+            return
+        if len(failed) < len(messages):
+            raise PartlyPublished([m for m, _ in failed], failed[0][1])
+        transient = [e for _, e in failed if not isinstance(e, Unpublishable)]
+        raise (transient or [e for _, e in failed])[0]
+
+    async def _publish_message(self, doc: Document) -> None:
         try:
             subject = str(doc["subject"])
             payload = bytes(doc["payload"])
         except (KeyError, TypeError, ValueError) as exc:
             raise Unpublishable(f"malformed outbox document ({type(exc).__name__})") from exc
         try:
-            await self._broker.publish(
-                payload,
-                subject,
-                stream=stream_of(subject),
-                headers={"Nats-Msg-Id": str(doc["_id"])},
-                timeout=PUBLISH_TIMEOUT_SECONDS,
-            )
+            async with self._publishes:
+                await self._broker.publish(
+                    payload,
+                    subject,
+                    stream=stream_of(subject),
+                    headers={"Nats-Msg-Id": str(doc["_id"])},
+                    timeout=PUBLISH_TIMEOUT_SECONDS,
+                )
         except MaxPayloadError as exc:
             raise Unpublishable(
                 f"{len(payload)} bytes, over the {self._max_payload()} bytes NATS carries"

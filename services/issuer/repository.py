@@ -22,7 +22,7 @@ from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKe
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_key
 from shared.mongo import Database, Document, MongoClient, drop_index_if_present
-from shared.outbox import Outbox, OutboxMessage, outbox_document
+from shared.outbox import Outbox, OutboxMessage, outbox_batch_documents, outbox_document
 from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
 
@@ -385,10 +385,13 @@ class UnitOfWork:
         self.outbox_documents.append(document)
 
     async def add_outbox_many(self, messages: Sequence[OutboxMessage], at: datetime) -> None:
-        """Several events, as `Outbox.add` writes each (the relay is woken by the caller once
-        the transaction committed)."""
-        for message in messages:
-            await self.add_outbox(message, at)
+        """Several events, in as few outbox documents as they fit (`outbox_batch_documents`:
+        one insert and, once published, one delete for a whole chunk); the relay is woken by
+        the caller once the transaction committed."""
+        for document in outbox_batch_documents(messages, at):
+            document |= self._outbox_lease
+            self._pending.insert(self._repo.outbox.documents, document)
+            self.outbox_documents.append(document)
 
     async def erase_pass_copies(self, pass_id: str) -> None:
         """Erase the pass's personal data from the stored results of commands: a retried

@@ -15,6 +15,7 @@ from tests.support.issuer import (
     command_base,
     template_command,
 )
+from tests.support.outbox import outbox_messages
 
 
 async def _template(service: IssuerService) -> TemplateRecord:
@@ -31,10 +32,11 @@ async def _create(service: IssuerService, command: CreatePasses) -> PassesCreate
 
 async def _counts(repo: IssuerRepository) -> dict[str, int]:
     db = repo.db
-    return {
+    counts = {
         name: await db[name].count_documents({})
-        for name in ("passes", "pass_files", "outbox", "processed_commands")
+        for name in ("passes", "pass_files", "processed_commands")
     }
+    return counts | {"outbox": len(await outbox_messages(db["outbox"]))}
 
 
 def _row(index: int, template_id: str, **fields: Any) -> BatchRow:
@@ -86,7 +88,7 @@ async def test_a_batch_of_100_with_3_bad_rows_makes_97_passes_and_3_row_errors(
     }
     events = [
         PassEventMessage.model_validate_json(doc["payload"])
-        async for doc in repo.db["outbox"].find()
+        for doc in await outbox_messages(repo.db["outbox"])
     ]
     assert sorted(event.pass_id for event in events) == sorted(stored)
     assert {event.event_type for event in events} == {"created"}

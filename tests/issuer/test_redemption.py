@@ -23,6 +23,7 @@ from shared.models import PassRecord, TemplateRecord
 from shared.redemption import RedemptionInput, RedemptionPolicy, resolve_policy
 from shared.scans import ScanRecord
 from tests.support.issuer import command_base, issuer_repository, template_command
+from tests.support.outbox import outbox_messages
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -154,7 +155,8 @@ async def _scan(service: IssuerService, **fields: Any) -> ScanRecord:
 
 
 async def _events(repo: IssuerRepository, subject: str) -> int:
-    return await repo.db["outbox"].count_documents({"subject": subject})
+    messages = await outbox_messages(repo.db["outbox"])
+    return sum(1 for message in messages if message["subject"] == subject)
 
 
 async def test_a_single_use_pass_is_accepted_once_and_every_scan_is_recorded(

@@ -46,6 +46,7 @@ from shared.messages import (
 from shared.models import Mode, PassRecord, TemplateRecord
 from shared.mongo import MongoClient, create_client
 from tests.support.api import TEMPLATE_BODY
+from tests.support.outbox import outbox_messages
 
 ACCOUNT = "acct_service"
 SITE = "http://tessera.test"
@@ -137,7 +138,7 @@ async def _outbox(repo: IssuerRepository) -> list[tuple[str, PassEventMessage]]:
     """What the commands left for the relay (which does not run here), oldest first: each
     event with where it goes, "live" (the live-updates queue) or "events" (the stream)."""
     found = []
-    async for doc in repo.db["outbox"].find().sort("_id", 1):
+    for doc in await outbox_messages(repo.db["outbox"]):
         if doc["subject"].startswith(f"{LIVE_UPDATES_SUBJECT_PREFIX}."):
             found.append(("live", LiveUpdate.model_validate_json(doc["payload"]).event))
         else:

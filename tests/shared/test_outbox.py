@@ -22,7 +22,13 @@ from shared.ids import new_id
 from shared.messages import PassEventMessage
 from shared.mongo import Database, Document, create_client
 from shared.nats import create_broker, ensure_events_stream
-from shared.outbox import LEASE_SECONDS, Outbox, OutboxRelay, outbox_document
+from shared.outbox import (
+    LEASE_SECONDS,
+    Outbox,
+    OutboxRelay,
+    outbox_batch_documents,
+    outbox_document,
+)
 from shared.pass_events import pass_event
 from tests.support.records import pass_record
 
@@ -290,3 +296,66 @@ async def test_a_committed_event_that_cannot_be_published_is_left_to_the_relay(
         await _until(released)
     finally:
         await relay.stop()
+
+
+def _events(count: int) -> list[PassEventMessage]:
+    now = datetime.now(UTC)
+    return [pass_event(pass_record(_id=new_id("pass")), "created", {}, now) for _ in range(count)]
+
+
+async def test_a_batch_document_publishes_each_of_its_events_once_then_goes(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    """The events of one bulk transaction in one document: a claim publishes each of them,
+    with its own id, and deletes the one document."""
+    outbox = Outbox(db, "test", "outbox")
+    events = _events(30)
+    [document] = outbox_batch_documents(events, datetime.now(UTC))
+    assert len(document["messages"]) == 30
+    await outbox.documents.insert_one(document)
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600, owner="replica")
+    assert await relay.drain() == 30
+    assert published.of([event.id for event in events]) == [1] * 30
+    assert await _empty(outbox)
+
+
+async def test_a_batch_document_partly_published_is_split_and_the_rest_goes_alone(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    """One event of a committed batch cannot be published (no stream takes its subject): the
+    others go out once, and the document is replaced by one free document for the one left,
+    which the relay's claims then retry alone (and set aside in the end)."""
+    outbox = Outbox(db, "test", "outbox")
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600, owner="replica")
+    events = _events(3)
+    [document] = outbox_batch_documents(events, datetime.now(UTC))
+    document |= relay.committed_lease()
+    document["messages"][1]["subject"] = "nowhere.x"
+    await outbox.documents.insert_one(document)
+    relay.publish_committed([document])
+
+    async def split() -> bool:
+        return await outbox.due(datetime.now(UTC), 10) == [events[1].id]
+
+    try:
+        await _until(split)
+    finally:
+        await relay.stop()
+    assert published.of([event.id for event in events]) == [1, 0, 1]
+    [left] = await outbox.documents.find().to_list()
+    assert left["subject"] == "nowhere.x"
+    assert "messages" not in left
+
+
+def test_batch_documents_hold_at_most_their_share_of_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many large events take several documents (a MongoDB document holds 16 MiB); one event
+    alone is a plain document."""
+    events = _events(5)
+    size = len(events[0].model_dump_json())
+    monkeypatch.setattr("shared.outbox.BATCH_DOCUMENT_BYTES", size * 2 + 1)
+    documents = outbox_batch_documents(events, datetime.now(UTC))
+    assert [len(doc.get("messages", [doc])) for doc in documents] == [2, 2, 1]
+    assert "messages" not in documents[-1]
+    assert [doc["_id"] for doc in documents] == [events[0].id, events[2].id, events[4].id]
