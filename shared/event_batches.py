@@ -67,7 +67,10 @@ class BatchConsumer(Generic[T]):
     With `in_flight` above 1, the worker fetches the next batch while earlier ones are still
     being handled, up to `in_flight` batches at once (each is acknowledged when its own
     handling ends): a handler that acts at once and stores after (the webhooks' first
-    attempts) then never leaves new events waiting in the stream behind its writes."""
+    attempts) then never leaves new events waiting in the stream behind its writes. With
+    `max_in_hand`, the worker also holds at most that many events at once (a fetch asks for
+    no more than the room left): many small batches under a steady trickle, yet never more
+    than its share of a burst, which other replicas then take."""
 
     def __init__(
         self,
@@ -81,6 +84,7 @@ class BatchConsumer(Generic[T]):
         batch_size: int = BATCH_SIZE,
         retry_seconds: float = RETRY_SECONDS,
         in_flight: int = 1,
+        max_in_hand: int | None = None,
     ) -> None:
         self._broker = broker
         self._durable = durable
@@ -92,6 +96,9 @@ class BatchConsumer(Generic[T]):
         self._retry_seconds = retry_seconds
         self._stopping = asyncio.Event()
         self._slots = asyncio.Semaphore(in_flight)
+        self._max_in_hand = max_in_hand
+        self._in_hand = 0
+        self._released = asyncio.Event()
         self._handling: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._subscription: JetStreamContext.PullSubscription | None = None
@@ -116,10 +123,12 @@ class BatchConsumer(Generic[T]):
         try:
             while not self._stopping.is_set():
                 await self._slots.acquire()
-                messages = await self._fetch()
+                room = await self._room()
+                messages = await self._fetch(room) if room > 0 else []
                 if not messages:
                     self._slots.release()
                     continue
+                self._in_hand += len(messages)
                 task = asyncio.create_task(self._process_then_release(messages))
                 self._handling.add(task)
                 task.add_done_callback(self._handling.discard)
@@ -136,13 +145,26 @@ class BatchConsumer(Generic[T]):
         try:
             await self._process(messages)
         finally:
+            self._in_hand -= len(messages)
+            self._released.set()
             self._slots.release()
 
-    async def _fetch(self) -> list[Msg]:
+    async def _room(self) -> int:
+        """How many events the next fetch may take: the batch size, or less when the events
+        in hand come near `max_in_hand` (then it waits for some to be handled first)."""
+        if self._max_in_hand is None:
+            return self._batch_size
+        while self._in_hand >= self._max_in_hand and not self._stopping.is_set():
+            self._released.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._released.wait(), FETCH_SECONDS)
+        return min(self._batch_size, self._max_in_hand - self._in_hand)
+
+    async def _fetch(self, room: int) -> list[Msg]:
         try:
             if self._subscription is None:
                 self._subscription = await self._subscribe()
-            return await self._take(self._subscription)
+            return await self._take(self._subscription, room)
         except TimeoutError:
             return []
         except (NatsError, OSError) as exc:
@@ -152,17 +174,17 @@ class BatchConsumer(Generic[T]):
             await self._pause(RETRY_SECONDS)
             return []
 
-    async def _take(self, subscription: JetStreamContext.PullSubscription) -> list[Msg]:
+    async def _take(self, subscription: JetStreamContext.PullSubscription, room: int) -> list[Msg]:
         """The next batch, as soon as there is a first message: nats-py's fetch of a whole
         batch waits, once it lingers on an empty stream, for the batch to fill or its timeout
         to pass (measured: events held for up to FETCH_SECONDS under a steady trickle). So the
         first message is fetched alone, then what else the stream has, waiting at most
         GATHER_SECONDS for it."""
         first = await subscription.fetch(1, timeout=FETCH_SECONDS)
-        if self._batch_size <= 1:
+        if room <= 1:
             return first
         try:
-            rest = await subscription.fetch(self._batch_size - 1, timeout=GATHER_SECONDS)
+            rest = await subscription.fetch(room - 1, timeout=GATHER_SECONDS)
         except (TimeoutError, NatsError, OSError):
             # The first is in hand: handled now, not left to come back after the ack wait.
             rest = []
@@ -230,6 +252,7 @@ class EventBatchConsumer(BatchConsumer[PassEventMessage]):
         handle: HandleBatch,
         batch_size: int = BATCH_SIZE,
         in_flight: int = 1,
+        max_in_hand: int | None = None,
     ) -> None:
         super().__init__(
             broker,
@@ -240,6 +263,7 @@ class EventBatchConsumer(BatchConsumer[PassEventMessage]):
             parse=pass_event_adapter,
             batch_size=batch_size,
             in_flight=in_flight,
+            max_in_hand=max_in_hand,
         )
 
 

@@ -19,9 +19,9 @@ from nats.js.errors import NotFoundError
 from services.events.repository import EventsRepository
 from services.events.service import record_events
 from shared import event_batches
-from shared.event_batches import EventBatchConsumer
+from shared.event_batches import BatchConsumer, EventBatchConsumer
 from shared.ids import new_id
-from shared.messages import EVENTS_STREAM, PassEventMessage
+from shared.messages import EVENTS_STREAM, PassEventMessage, pass_event_adapter
 from shared.models import PassSnapshot
 from shared.mongo import Database, create_client
 from shared.nats import create_broker, ensure_streams
@@ -211,3 +211,60 @@ async def test_with_batches_in_flight_a_waiting_batch_does_not_hold_up_the_next_
     finally:
         release.set()
         await consumer.stop()
+
+
+async def test_a_worker_holds_at_most_max_in_hand_events_and_leaves_the_rest_to_others(
+    broker: NatsBroker,
+) -> None:
+    """`max_in_hand`: with many batches allowed in flight, a worker whose batches all wait
+    still takes no more than its share of events; a second worker on the same durable takes
+    the rest (a burst is shared between replicas, not taken whole by the first). On a stream
+    of its own, so that no other test's events are in it."""
+    name = f"T{secrets.token_hex(4)}"
+    js = broker.connection.jetstream()
+    await js.add_stream(name=name, subjects=[f"{name}.>"])
+    events = [_event(new_id("account")) for _ in range(12)]
+    release = asyncio.Event()
+    first_took: list[str] = []
+    second_took: list[str] = []
+
+    def worker(took: list[str], **limits: int) -> BatchConsumer[PassEventMessage]:
+        async def handle(batch: list[PassEventMessage]) -> None:
+            took.extend(event.id for event in batch)
+            await release.wait()
+
+        return BatchConsumer(
+            broker,
+            "shared",
+            handle,
+            stream=name,
+            subject=f"{name}.>",
+            parse=pass_event_adapter,
+            in_flight=64,
+            **limits,
+        )
+
+    first = worker(first_took, max_in_hand=5)
+    first.start()
+    second = worker(second_took)
+    try:
+        for event in events:
+            await js.publish(f"{name}.created", event.model_dump_json().encode())
+
+        async def first_full() -> bool:
+            return len(first_took) == 5
+
+        await until(first_full, "the first worker's share")
+        second.start()
+
+        async def rest_taken() -> bool:
+            return len(second_took) == 7
+
+        await until(rest_taken, "the rest taken by the second worker")
+        assert len(first_took) == 5  # still: its batches have not ended
+    finally:
+        release.set()
+        await second.stop()
+        await first.stop()
+        await js.delete_stream(name)
+    assert sorted(first_took + second_took) == sorted(event.id for event in events)
