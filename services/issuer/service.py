@@ -175,11 +175,19 @@ class IssuerService:
                 await asyncio.sleep(random.uniform(0, backoff))  # noqa: S311  # jitter, not a secret
 
     async def _handle_once(self, command: IssuerCommand) -> BaseModel:
-        stored = await self._repo.processed_result(command.command_id)
-        if stored is not None:
+        """Prepare and commit the command with its processed marker. A replay (the same
+        command id) is not looked up first, which would cost every command a round trip for
+        the rare retry: it is prepared again, and its marker's unique key refuses its commit
+        (nothing of it is written), or its preparation refuses it (the pass was voided by the
+        first run, say); either way the first run's stored result answers."""
+        try:
+            outcome = await self._prepare(command)
+            self._check_sendable(outcome)
+        except ApiError:
+            stored = await self._repo.processed_result(command.command_id)
+            if stored is None:
+                raise
             return command.parse_result(stored)
-        outcome = await self._prepare(command)
-        self._check_sendable(outcome)
         lease = None if self._relay is None else self._relay.committed_lease()
         try:
             async with self._repo.unit_of_work(outbox_lease=lease) as uow:

@@ -26,6 +26,7 @@ from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import (
+    ApiError,
     AuthorizationError,
     InternalError,
     InvalidRequest,
@@ -46,6 +47,7 @@ from shared.messages import (
 from shared.models import Mode, PassRecord, TemplateRecord
 from shared.mongo import MongoClient, create_client
 from tests.support.api import TEMPLATE_BODY
+from tests.support.issuer import archive_command
 from tests.support.outbox import outbox_messages
 
 ACCOUNT = "acct_service"
@@ -291,6 +293,23 @@ async def test_a_replayed_command_answers_its_stored_result_without_writing_agai
     assert _kept(await repo.pass_(ACCOUNT, "test", created.id)) == _kept(updated)
     assert (await _pass_file(repo, created.id))["version"] == 2
     assert len(await _outbox(repo)) == 2
+
+
+async def test_a_replay_its_preparation_now_refuses_answers_the_first_result(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """A replay is prepared again (no lookup of its command id first): when that preparation
+    refuses it, the template archived since, the first run's stored result still answers;
+    a new command is refused."""
+    template = await _template(service)
+    create = CreatePass(**_base(), template_id=template.id, holder_name="Ada")
+    created = await _run(service, create)
+    await service.handle(archive_command(template.id))
+
+    assert _kept(await _run(service, create)) == _kept(created)
+    with pytest.raises(ApiError):
+        await service.handle(CreatePass(**_base(), template_id=template.id))
+    assert await repo.passes.count_documents({}) == 1
 
 
 async def test_commands_see_only_their_own_account_and_mode(
