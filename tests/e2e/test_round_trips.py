@@ -21,9 +21,9 @@ MEASURED = 30
 # The figures docs/performance.md documents, per pass in the steady state, with an
 # Idempotency-Key: the api's claim and finish of the key's record plus a lease per block of rate
 # and quota units; the issuer's command (its template read, its writes in one bulkWrite, the
-# commit; no replay lookup first: a replay is refused by its marker), which publishes its events itself (its relay leases none of them); one insert
-# (events) and one query (webhooks, no webhook subscribed) per consumed batch, at most one per
-# event.
+# commit; no replay lookup first: a replay is refused by its marker), which publishes its events
+# itself (its relay leases none of them); one insert (events) and one query (webhooks, no
+# webhook subscribed) per consumed batch, at most one per event.
 API_HTTP = 2.5
 ISSUER_COMMAND = 3.0
 EVENTS_CONSUMER = 1.0
