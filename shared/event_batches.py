@@ -154,11 +154,12 @@ class BatchConsumer(Generic[T]):
         in hand come near `max_in_hand` (then it waits for some to be handled first)."""
         if self._max_in_hand is None:
             return self._batch_size
-        while self._in_hand >= self._max_in_hand and not self._stopping.is_set():
-            self._released.clear()
+        while True:
+            self._released.clear()  # before the check: a release after it wakes the wait
+            if self._in_hand < self._max_in_hand or self._stopping.is_set():
+                return min(self._batch_size, self._max_in_hand - self._in_hand)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._released.wait(), FETCH_SECONDS)
-        return min(self._batch_size, self._max_in_hand - self._in_hand)
 
     async def _fetch(self, room: int) -> list[Msg]:
         try:
