@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from bench.stack import (
     POLL_INTERVAL,
     REPO_ROOT,
     Stack,
+    child_process,
     clean_env,
     new_client,
     running_stack,
@@ -194,20 +196,10 @@ def second_issuer(stack: Stack, work_dir: Path) -> Iterator[None]:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not _answers(f"http://{HOST}:{port}/readyz"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the second issuer did not start (see {log_path})")
-            time.sleep(POLL_INTERVAL)
+    failure = f"the second issuer did not start (see {log_path})"
+    ready = partial(_answers, f"http://{HOST}:{port}/readyz")
+    with child_process(proc, ready, failure, READY_TIMEOUT, stop_seconds=15):
         yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _ready(stack: Stack) -> dict[str, str]:

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,6 +144,32 @@ def running_stack(work_dir: Path) -> Iterator[Stack]:
     finally:
         stop_stack(proc)
         print(f"stack stopped (exit code {proc.returncode})", flush=True)
+
+
+@contextmanager
+def child_process(
+    proc: subprocess.Popen[bytes],
+    ready: Callable[[], bool],
+    failure: str,
+    start_seconds: float,
+    stop_seconds: float = 10.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A process the bench started (a second issuer, the webhook receiver): waited for until
+    `ready()`, else RuntimeError(`failure`); terminated (killed if it lingers) at the end."""
+    try:
+        deadline = time.monotonic() + start_seconds
+        while not ready():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(failure)
+            time.sleep(POLL_INTERVAL)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=stop_seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def new_client(stack: Stack, concurrency: int) -> httpx2.AsyncClient:

@@ -48,7 +48,7 @@ import httpx2
 from bench.issue import create_template, issue_many, parse_levels, pass_body
 from bench.pkpass import format_table, machine_facts, percentile, write_results
 from bench.receiver import ARRIVALS, RAW_PREFIX, SAMPLE, SLOW_SUFFIX
-from bench.stack import REPO_ROOT, new_client, running_stack
+from bench.stack import REPO_ROOT, child_process, new_client, running_stack
 from bench.stack import Stack as RunningStack
 from tessera.processes import free_port
 
@@ -105,20 +105,9 @@ def receiver(work_dir: Path) -> Iterator[tuple[str, Collector]]:
     port = free_port(RECEIVER_HOST)
     argv = [sys.executable, "-m", "bench.receiver", "--port", str(port), "--out", str(out)]
     proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + RECEIVER_START_SECONDS
-        while not _accepts(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the bench receiver did not start")
-            time.sleep(POLL_INTERVAL)
+    failure = "the bench receiver did not start"
+    with child_process(proc, lambda: _accepts(port), failure, RECEIVER_START_SECONDS):
         yield f"http://{RECEIVER_HOST}:{port}", Collector(out)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _accepts(port: int) -> bool:

@@ -53,8 +53,13 @@ def service(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore)
     return IssuerService(repo, artifacts, SystemClock(), lambda: None, job_store=store)
 
 
-@pytest.fixture
-def worker(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> JobWorker:
+def _import_worker(
+    repo: IssuerRepository,
+    artifacts: WalletArtifacts,
+    store: JobStore,
+    relay: OutboxRelay | None = None,
+) -> JobWorker:
+    """A worker of import jobs; its poller is not started (chunks are run here by hand)."""
     registry = JobRegistry()
     registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, SystemClock())))
     return JobWorker(
@@ -67,7 +72,13 @@ def worker(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) 
         lease_seconds=LEASE.total_seconds(),
         poll_seconds=1.0,
         upload_timeout_seconds=3600,
+        relay=relay,
     )
+
+
+@pytest.fixture
+def worker(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> JobWorker:
+    return _import_worker(repo, artifacts, store)
 
 
 async def _template(service: IssuerService) -> TemplateRecord:
@@ -372,20 +383,7 @@ async def test_a_committed_chunk_publishes_its_events_itself_without_a_relay_cla
     try:
         await ensure_events_stream(broker)
         relay = OutboxRelay(repo.outbox, broker, poll_seconds=3600, owner="replica-1")
-        registry = JobRegistry()
-        registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, SystemClock())))
-        worker = JobWorker(
-            repo,
-            store,
-            registry,
-            SystemClock(),
-            lambda: None,
-            concurrency=1,
-            lease_seconds=LEASE.total_seconds(),
-            poll_seconds=3600,
-            upload_timeout_seconds=3600,
-            relay=relay,
-        )
+        worker = _import_worker(repo, artifacts, store, relay)
         template = await _template(service)
         await _upload(service, template.id, [_rows(1, 50)])
         [chunk] = await _claim(store)
