@@ -347,6 +347,27 @@ async def test_a_batch_document_partly_published_is_split_and_the_rest_goes_alon
     assert "messages" not in left
 
 
+async def test_a_claimed_batch_document_partly_published_is_split_and_the_rest_held(
+    db: Database, brokers: list[NatsBroker], published: Published
+) -> None:
+    """The same through a relay's claim (a batch left by a process that died): the events
+    that could go out go once, the one left becomes a document of its own, and when nothing
+    else of a claim can be published it is held for a poll and the drain says why."""
+    outbox = Outbox(db, "test", "outbox")
+    events = _events(3)
+    [document] = outbox_batch_documents(events, datetime.now(UTC))
+    document["messages"][2]["subject"] = "nowhere.x"
+    await outbox.documents.insert_one(document)
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600, owner="replica")
+    with pytest.raises(Exception):  # noqa: B017, PT011  # what the broker raised for it
+        await relay.drain()
+    assert published.of([event.id for event in events]) == [1, 1, 0]
+    [left] = await outbox.documents.find().to_list()
+    assert left["_id"] == events[2].id
+    assert "messages" not in left
+    assert await outbox.due(datetime.now(UTC), 10) == []  # held until the next poll
+
+
 def test_batch_documents_hold_at_most_their_share_of_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
