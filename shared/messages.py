@@ -34,6 +34,8 @@ from shared.views import WebhookView
 R = TypeVar("R", bound=BaseModel)
 
 ISSUER_COMMANDS = "tessera.issuer.cmd"
+# Queries: answered by the owner from its data and its keys, never recorded (no command marker).
+ISSUER_QUERIES = "tessera.issuer.query"
 WEBHOOKS_COMMANDS = "tessera.webhooks.cmd"
 ISSUER_QUEUE = "issuer"
 EVENTS_STREAM = "TESSERA_EVENTS"
@@ -280,6 +282,21 @@ IssuerCommand = Annotated[
     Field(discriminator="type"),
 ]
 issuer_command_adapter: TypeAdapter[IssuerCommand] = TypeAdapter(IssuerCommand)
+
+
+class GoogleSaveLink(_Message):
+    url: str
+
+
+class SignGoogleSaveLink(Command[GoogleSaveLink]):
+    """A query, not a command: the pass's Google Wallet save link, signed now from the pass and
+    its template as they are (docs/google-wallet.md#the-save-link-signed-when-asked). Nothing is
+    written; `command_id` only names the request in logs."""
+
+    subjects: ClassVar[str] = ISSUER_QUERIES
+    result_type: ClassVar[type[BaseModel]] = GoogleSaveLink
+    type: Literal["google_save_link"] = "google_save_link"
+    pass_id: str
 
 
 WEBHOOKS_QUEUE = "webhooks"

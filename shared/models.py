@@ -83,7 +83,10 @@ class PassRecord(_Record):
     voided_at: datetime | None = None
     created_via_api: bool = True
     authentication_token: str
-    # The Google Wallet "save" link (a signed JWT URL), made by the issuer with the pass.
+    # Whether the pass has a Google Wallet save link: "" yes, signed by the issuer when the
+    # `/google` redirect asks (services/issuer/google_links.py); None no (live mode with Apple
+    # credentials only). Passes stored before 2026-11-27 hold the link they were issued with,
+    # which is not used any more: every redirect signs the link afresh.
     google_save_url: str | None = None
     # With Google credentials, the object at Google (docs/google-wallet.md#the-google-step):
     # "pending" until the sync step upserted this version, then "synced"; "failing" while

@@ -12,6 +12,7 @@ from services.issuer.config import IssuerSettings
 from services.issuer.google.client import WalletRestClient
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.google.sync import GoogleSyncer, GoogleSyncStore
+from services.issuer.google_links import GoogleLinks
 from services.issuer.identity import load_identities
 from services.issuer.jobs.import_passes import JOB_TYPE as IMPORT_PASSES
 from services.issuer.jobs.import_passes import ImportPasses
@@ -120,7 +121,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         google_classes=google_store if google_syncer is not None else None,
         relay=relay,
     )
-    handlers.register(conn.broker, service, settings.command_workers)
+    links = GoogleLinks(repo, artifacts)
+    handlers.register(conn.broker, service, links, settings.command_workers)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -54,20 +54,32 @@ class WalletArtifacts:
         *,
         object_changed: bool = True,
     ) -> None:
-        """Give a new version of a pass its Google save link, made here with no call to
-        Google. With credentials, a changed object is also marked for the Google step, which
-        upserts it after the commit (google/sync.py): Apple never waits on Google."""
-        if record.mode == "live" and not self.identities.google_live:
+        """Mark a new version of a pass as having a Google save link ("": the link is signed
+        when a holder asks for it, by `save_link`, not with every version). With credentials,
+        a changed object is also marked for the Google step, which upserts it after the commit
+        (google/sync.py): Apple never waits on Google."""
+        if not self._google_for(record):
             # Apple-only live credentials: no Google Wallet for this pass.
             record.google_save_url = None
             return
-        record.google_save_url = google_save_link(
-            self._google, template, record, logo_url=self.logo_url(template, design)
-        )
+        record.google_save_url = ""
         if self._google.client is not None and object_changed:
             record.google_status = "pending"
             record.google_sync_due = record.updated_at
             record.google_error = None
+
+    def save_link(self, template: TemplateRecord, record: PassRecord) -> str | None:
+        """The pass's "Add to Google Wallet" link, signed now from the pass and its template
+        as they are; None for a pass with no Google Wallet."""
+        if record.google_save_url is None or not self._google_for(record):
+            return None
+        design = Design.from_stored(template.design)
+        return google_save_link(
+            self._google, template, record, logo_url=self.logo_url(template, design)
+        )
+
+    def _google_for(self, record: PassRecord) -> bool:
+        return record.mode != "live" or self.identities.google_live
 
     def google_objects_change(self, before: TemplateRecord, after: TemplateRecord) -> bool:
         """Whether a design change reaches the Google objects, not only the class: compares

@@ -408,11 +408,7 @@ class IssuerService:
                 results[index] = BatchRowResult(index=index, error=row_failure)
             made += prepared.passes
         for new in made:
-            # The save link (a long signed JWT) stays out of the reply: "" says the pass has one,
-            # which the pass object's google_save_url (Tessera's redirect to it) needs to know.
-            saved = None if new.record.google_save_url is None else ""
-            record = new.record.model_copy(update={"google_save_url": saved})
-            results[new.key] = BatchRowResult(index=new.key, record=record)
+            results[new.key] = BatchRowResult(index=new.key, record=new.record)
         rows_out = [results[row.index] for row in cmd.rows]
         bundle = batch_bundle(cmd, rows_out, self._clock.now())
 

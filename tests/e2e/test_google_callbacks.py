@@ -78,7 +78,10 @@ def _stored_pass(stack: Stack, pass_id: str) -> dict[str, Any]:
 
 def _callback_url(stack: Stack, pass_id: str) -> str:
     """The class's callbackOptions.url, read from the pass's (fat) save link."""
-    token = _stored_pass(stack, pass_id)["google_save_url"].rsplit("/", 1)[1]
+    short_id = _stored_pass(stack, pass_id)["short_id"]
+    # HEAD: the redirect signs the link but records no add intent.
+    saved = httpx2.head(f"{stack.base_url}/p/{short_id}/google", timeout=10.0)
+    token = saved.headers["location"].rsplit("/", 1)[1]
     claims = token.split(".")[1]
     payload = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["payload"]
     (resource_class,) = payload["eventTicketClasses"]

@@ -61,9 +61,13 @@ def test_201_gives_a_signed_pkpass_url_and_a_verifiable_google_link(stack: Stack
         "changeMessage": "Changed to %@",
     } in fields
 
-    assert links["google"].startswith("https://pay.google.com/gp/v/save/")
+    # Tessera's redirect, which records the add intent and signs the save link when followed.
+    assert links["google"] == links["apple"].removesuffix("/pass.pkpass") + "/google"
+    saved = httpx2.get(links["google"], follow_redirects=False)
+    assert saved.status_code == 302
+    assert saved.headers["location"].startswith("https://pay.google.com/gp/v/save/")
     # Verified by google-auth, an implementation independent of the one that signed it.
-    token = links["google"].rsplit("/", 1)[1]
+    token = saved.headers["location"].rsplit("/", 1)[1]
     signed, _, signature = token.rpartition(".")
     public_pem = (stack.work_dir / "signing" / "google-public-key.pem").read_bytes()
     verifier = crypt.RSAVerifier.from_string(public_pem)
@@ -78,9 +82,9 @@ def test_201_gives_a_signed_pkpass_url_and_a_verifiable_google_link(stack: Stack
         issued = client.get("/v1/passes").json()["data"][0]
         assert issued["holder_name"] == "Ada"
         assert issued["created_via_api"] is True
-        # `created` by the POST, `downloaded` by the fetch of the apple URL above.
-        events = poll(lambda: all_events(client), lambda found: len(found) == 2)
-    assert sorted(e["type"] for e in events) == ["created", "downloaded"]
+        # `created` by the POST, `downloaded` by the fetches of the apple and google URLs.
+        events = poll(lambda: all_events(client), lambda found: len(found) == 3)
+    assert sorted(e["type"] for e in events) == ["created", "downloaded", "downloaded"]
 
 
 @pytest.mark.parametrize(

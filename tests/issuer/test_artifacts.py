@@ -77,8 +77,10 @@ def test_the_save_link_carries_the_google_logo_and_the_event(tmp_path: Path) -> 
     artifacts.attach_google(template, Design.from_stored(template.design), record)
 
     # The development identity's link is fat: the class travels inside the JWT.
-    assert record.google_save_url is not None
-    claims = record.google_save_url.rsplit("/", 1)[1].split(".")[1]
+    assert record.google_save_url == ""  # has a link, signed when asked
+    link = artifacts.save_link(template, record)
+    assert link is not None
+    claims = link.rsplit("/", 1)[1].split(".")[1]
     payload = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["payload"]
     (event_class,) = payload["eventTicketClasses"]
     (event_object,) = payload["eventTicketObjects"]

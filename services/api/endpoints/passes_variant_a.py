@@ -95,7 +95,8 @@ async def create_pass(
     )
     record = await ctx.command(command)
     page_url, download_url = pass_urls(ctx.settings.site_url, record.short_id)
-    # Without Google credentials for live passes there is no Google link; `google` is required
-    # by the contract, so it is the pass page, which offers what there is (docs/api-decisions.md).
-    google = record.google_save_url or page_url
+    # Tessera's redirect to the save link, signed when followed (docs/api-decisions.md). Without
+    # Google credentials for live passes there is no Google link; `google` is required by the
+    # contract, so it is the pass page, which offers what there is.
+    google = page_url if record.google_save_url is None else f"{page_url}/google"
     return JSONResponse({"apple": download_url, "google": google}, 201)

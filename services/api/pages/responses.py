@@ -30,7 +30,9 @@ from services.api.pages.render import (
 from services.api.pages.view import PassView, build_view, pass_css, site_path
 from shared.design import Design
 from shared.http_date import dated
-from shared.messages import PassEventType
+from shared.ids import new_id
+from shared.logs import request_id_var
+from shared.messages import PassEventType, SignGoogleSaveLink
 from shared.models import PassRecord, TemplateRecord
 
 PKPASS_TYPE = "application/vnd.apple.pkpass"
@@ -95,11 +97,20 @@ async def pkpass_response(
 
 
 async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord) -> Response:
-    """302 to the pass's Google Wallet save link, recording the add intent on the way."""
+    """302 to the pass's Google Wallet save link, signed now by the issuer (it holds the
+    key), recording the add intent on the way."""
     if record.google_save_url is None:
         return not_found_response(ctx, await ctx.issuer.template_by_id(record.template_id))
+    query = SignGoogleSaveLink(
+        command_id=new_id("command"),
+        account_id=record.account_id,
+        mode=record.mode,
+        request_id=request_id_var.get(),
+        pass_id=record.id,
+    )
+    link = await ctx.command(query)
     return RedirectResponse(
-        record.google_save_url,
+        link.url,
         status_code=302,
         headers=download_headers("no-store"),
         background=_event(ctx, request, record, "downloaded", {"wallet": "google"}),
