@@ -46,7 +46,7 @@ from bench.issue import create_template, issue_many, positive_int
 from bench.pkpass import format_table, machine_facts, percentile, write_results
 from bench.stack import DATABASE, Stack, new_client, running_stack
 from shared.ids import ALPHABET, PREFIXES, short_slug
-from shared.models import PassRecord
+from shared.models import PassRecord, email_key
 from shared.mongo import Database, Document, create_client
 
 PAGE_LIMIT = 100
@@ -374,7 +374,10 @@ def query_shapes(target: Probe) -> dict[str, tuple[dict[str, Any], int]]:
     return {
         "list": (scope, LIST_DEFAULT_LIMIT + 1),
         "list_starting_after": ({**scope, "_id": {"$lt": target.middle_id}}, PAGE_LIMIT + 1),
-        "holder_email": ({**scope, "holder_email": TARGET_EMAIL}, LIST_DEFAULT_LIMIT + 1),
+        "holder_email": (
+            {**scope, "holder_email_key": email_key(TARGET_EMAIL)},
+            LIST_DEFAULT_LIMIT + 1,
+        ),
         "template_id": ({**scope, "template_id": "tmpl_none"}, LIST_DEFAULT_LIMIT + 1),
         "retrieve": ({"_id": target.sample_ids[0], **scope}, 1),
     }

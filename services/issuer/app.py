@@ -94,7 +94,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
     registry = JobRegistry()
     registry.register(IMPORT_PASSES, ImportPasses(PassMaker(repo, artifacts, clock)))
     rerenderer = PassRerenderer(repo, artifacts, clock)
-    registry.register(TEMPLATE_ROLLOUT, TemplateRollout(rerenderer))
+    registry.register(TEMPLATE_ROLLOUT, TemplateRollout(rerenderer, repo, job_store, clock))
     registry.register(UPDATE_PASSES, UpdatePasses(rerenderer))
     worker = JobWorker(
         repo,
@@ -107,6 +107,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         poll_seconds=settings.job_poll_seconds,
         upload_timeout_seconds=settings.job_upload_timeout_seconds,
         relay=relay,
+        max_prepared_age_seconds=settings.max_prepared_age_seconds,
     )
     service = IssuerService(
         repo,
@@ -120,6 +121,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         on_job_started=worker.notify,
         google_classes=google_store if google_syncer is not None else None,
         relay=relay,
+        max_prepared_age_seconds=settings.max_prepared_age_seconds,
+        rollout_sweep_seconds=settings.rollout_sweep_seconds,
     )
     links = GoogleLinks(repo, artifacts)
     handlers.register(conn.broker, service, links, settings.command_workers)

@@ -82,13 +82,9 @@ class IssuerReads:
         if voided is not None:
             query["voided"] = voided
         if holder_email is not None:
-            # The normalised copy, case-insensitively; or, for a pass stored before that copy
-            # existed and not backfilled yet (IssuerRepository.backfill_email_keys), the
-            # address exactly as given. Both branches are indexed.
-            query["$or"] = [
-                {"holder_email_key": email_key(holder_email)},
-                {"holder_email": holder_email},
-            ]
+            # The normalised copy, case-insensitively (indexed). A pass stored before that
+            # copy existed gets it at the issuer's start (IssuerRepository.backfill_email_keys).
+            query["holder_email_key"] = email_key(holder_email)
         return await fetch_page(self._passes, query, page, PassRecord.model_validate)
 
     async def scans_page(

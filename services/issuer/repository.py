@@ -29,6 +29,7 @@ from shared.redaction import erase_pass_data
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 # The `issuer_migrations` entry of the holder_email_key backfill.
 EMAIL_KEYS_MIGRATION = "holder_email_key"
+LEGACY_EMAIL_INDEX = "account_id_1_mode_1_holder_email_1__id_-1"
 EXPIRED_LINK_KEPT = timedelta(days=30)
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,6 @@ class IssuerRepository:
         await self.templates.create_index([*scope, ("archived", ASCENDING), ("_id", DESCENDING)])
         await self.passes.create_index([*scope, ("_id", DESCENDING)])
         await self.passes.create_index([*scope, ("template_id", ASCENDING), ("_id", DESCENDING)])
-        await self.passes.create_index([*scope, ("holder_email", ASCENDING), ("_id", DESCENDING)])
         await self.passes.create_index([*scope, ("voided", ASCENDING), ("_id", DESCENDING)])
         await self.passes.create_index(
             [*scope, ("holder_email_key", ASCENDING), ("_id", DESCENDING)]
@@ -137,6 +137,9 @@ class IssuerRepository:
         # Every query by template_id names the account and mode: the compound index above
         # serves it. A lone template_id index (until 2026-11-25) cost every pass write.
         await drop_index_if_present(self.passes, "template_id_1")
+        # The holder_email filter reads holder_email_key alone since 2026-11-27 (passes stored
+        # before the key existed get it at start: backfill_email_keys_once).
+        await drop_index_if_present(self.passes, LEGACY_EMAIL_INDEX)
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
         await self.download_links.create_index("token_hash", unique=True)
         # Expired links are kept a while so they answer 410 "ask for a fresh link", not 404.
@@ -243,6 +246,23 @@ class IssuerRepository:
         """The ids of the template's passes that are not voided, oldest first."""
         cursor = self.passes.find(
             {"account_id": account_id, "mode": mode, "template_id": template_id, "voided": False},
+            {"_id": 1},
+        )
+        return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]
+
+    async def stale_pass_ids(
+        self, account_id: str, mode: str, template_id: str, design_version: int
+    ) -> list[str]:
+        """The template's passes, not voided, built from a design older than `design_version`
+        (a pass stored before design_version existed reads as 1), oldest first."""
+        cursor = self.passes.find(
+            {
+                "account_id": account_id,
+                "mode": mode,
+                "template_id": template_id,
+                "voided": False,
+                "design_version": {"$not": {"$gte": design_version}},
+            },
             {"_id": 1},
         )
         return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]

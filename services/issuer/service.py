@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -122,8 +122,12 @@ class IssuerService:
         on_job_started: Callable[[], None] = lambda: None,
         google_classes: GoogleSyncStore | None = None,
         relay: OutboxRelay | None = None,
+        max_prepared_age_seconds: float = 5.0,
+        rollout_sweep_seconds: float = 15.0,
     ):
         self._repo = repo
+        self._max_prepared_age = max_prepared_age_seconds
+        self._rollout_sweep = timedelta(seconds=rollout_sweep_seconds)
         self._maker = PassMaker(repo, artifacts, clock)
         self._job_store = job_store or JobStore(repo.db)
         self._jobs = JobCommands(self._job_store, self._maker, clock)
@@ -180,6 +184,7 @@ class IssuerService:
         the rare retry: it is prepared again, and its marker's unique key refuses its commit
         (nothing of it is written), or its preparation refuses it (the pass was voided by the
         first run, say); either way the first run's stored result answers."""
+        prepared_from = time.monotonic()
         try:
             outcome = await self._prepare(command)
             self._check_sendable(outcome)
@@ -196,6 +201,10 @@ class IssuerService:
                 await uow.add_outbox_many(outcome.events, now)
                 result = outcome.result.model_dump(mode="json")
                 await uow.record_command(command.command_id, result, now)
+                # Reads older than this may predate a design change whose rollout has looked
+                # for passes already (docs/templates.md): prepared again instead.
+                if time.monotonic() - prepared_from > self._max_prepared_age:
+                    raise ConcurrentUpdate(command.command_id)
         except OperationFailure as exc:
             if not is_duplicate(exc):
                 raise
@@ -334,6 +343,7 @@ class IssuerService:
                 updated,
                 now,
                 google_objects=self._artifacts.google_objects_change(record, updated),
+                sweep_at=now + self._rollout_sweep,
             )
             updated.rollout_job_id = job.id
             after_commit = self._after_rollout_planned(supersede)

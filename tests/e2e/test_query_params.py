@@ -166,17 +166,18 @@ def test_holder_email_matches_in_any_case_and_shows_as_given(ctx: Ctx) -> None:
         assert found[0]["holder_email"] == "Ada.Lovelace@example.com"
 
 
-def test_a_pass_stored_before_the_normalised_copy_is_found_then_backfilled(
+def test_a_pass_stored_before_the_normalised_copy_is_found_once_backfilled(
     stack: Stack, ctx: Ctx
 ) -> None:
     legacy = create_pass(ctx.client, ctx.template_id, holder_email="Grace.Hopper@example.com")
     with stack_db(stack) as db:
         db["passes"].update_one({"_id": legacy["id"]}, {"$unset": {"holder_email_key": ""}})
-    # Before the backfill: found by the address exactly as stored, as before.
+    # Before the backfill (which the issuer's start runs), the filter does not see it.
+    exact = list_page(ctx.client, "/v1/passes", holder_email="Grace.Hopper@example.com")
+    assert ids(exact) == []
+    assert asyncio.run(_backfill(stack)) >= 1
     exact = list_page(ctx.client, "/v1/passes", holder_email="Grace.Hopper@example.com")
     assert ids(exact) == [legacy["id"]]
-    assert ids(list_page(ctx.client, "/v1/passes", holder_email="grace.hopper@example.com")) == []
-    assert asyncio.run(_backfill(stack)) >= 1
     lower = list_page(ctx.client, "/v1/passes", holder_email="grace.hopper@example.com")
     assert ids(lower) == [legacy["id"]]
 

@@ -2,7 +2,7 @@
 holder_email_key backfill runs until a start completes it, then never again (its query reads
 every pass), and deleting its `issuer_migrations` entry runs it once more."""
 
-from services.issuer.repository import EMAIL_KEYS_MIGRATION, IssuerRepository
+from services.issuer.repository import EMAIL_KEYS_MIGRATION, LEGACY_EMAIL_INDEX, IssuerRepository
 from shared.mongo import count_commands
 
 
@@ -46,11 +46,16 @@ async def test_the_backfill_runs_until_a_start_completes_it_then_never_again(
 
 async def test_an_index_a_release_retired_is_dropped_at_start(repo: IssuerRepository) -> None:
     """The lone template_id index of passes (every query by template names the account and
-    mode, which the compound index serves) is dropped by the next start, and a start without
-    it is fine; the compound index stays."""
+    mode, which the compound index serves) and the exact holder_email one (the filter reads
+    the normalised copy) are dropped by the next start, and a start without them is fine; the
+    compound indexes that serve those filters stay."""
     await repo.passes.create_index("template_id")
+    scope = [("account_id", 1), ("mode", 1)]
+    await repo.passes.create_index([*scope, ("holder_email", 1), ("_id", -1)])
     await repo.ensure_indexes()
     names = set(await repo.passes.index_information())
     assert "template_id_1" not in names
+    assert LEGACY_EMAIL_INDEX not in names
     assert "account_id_1_mode_1_template_id_1__id_-1" in names
+    assert "account_id_1_mode_1_holder_email_key_1__id_-1" in names
     await repo.ensure_indexes()  # nothing to drop: no error

@@ -101,6 +101,9 @@ class Stack:
                 "TESSERA_API_ADMIN_GUESSES_PER_WINDOW": str(ADMIN_GUESSES),
                 "TESSERA_DATA_DIR": str(self.work_dir),
                 "TESSERA_ISSUER_OUTBOX_POLL_SECONDS": "0.5",
+                # A rollout's sweep (docs/templates.md) a second after its design change, not
+                # 15: tests that wait for a rollout need not wait for the production margin.
+                "TESSERA_ISSUER_ROLLOUT_SWEEP_SECONDS": "1",
                 "TESSERA_WEBHOOKS_SECRET_KEY": self.webhooks_key,
                 # Test receivers listen on loopback, which production refuses (SSRF guard).
                 "TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",

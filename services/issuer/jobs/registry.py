@@ -33,6 +33,15 @@ class ChunkResult:
     events: list[OutboxMessage] = field(default_factory=list)
 
 
+class NotYet(Exception):
+    """A handler's chunk cannot be done yet (it waits for the job's other chunks): the worker
+    gives it back, to be claimed again after `seconds`, not counted as an attempt."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"not yet: again in {seconds} s")
+        self.seconds = seconds
+
+
 class JobHandler(Protocol):
     async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
         """Prepare the chunk's work (no writes: the worker commits the result)."""

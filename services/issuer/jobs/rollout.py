@@ -11,16 +11,27 @@ a job whose design_version is no longer the template's changes nothing, so until
 lands the older job builds nothing the newer one would build again. A chunk renders each pass
 with the template's current design and skips the passes already at its design_version (made or
 updated since), so none is built twice for nothing.
+
+The pass ids are listed before the PATCH commits, so a pass that was being made from the old
+design meanwhile (a POST, a batch, an import's chunk) can be missing from them. So every rollout
+ends with a sweep: a last chunk, claimed no earlier than `sweep_at` (the issuer's
+`rollout_sweep_seconds` after the change) and only once the job's other chunks are done, looks
+for the template's passes still on an older design and adds chunks for them (the job's `total`
+grows by as many). Nothing made from the old design can commit after the sweep looked: a command
+or chunk prepared more than `max_prepared_age_seconds` before its commit is prepared again, from
+the new design (docs/templates.md#passes-made-while-the-design-changes).
 """
 
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any, Final
 
-from services.issuer.jobs.registry import ChunkResult
+from services.issuer.jobs.registry import ChunkResult, NotYet
 from services.issuer.jobs.rerender import Changed, PassRerenderer
 from services.issuer.jobs.store import Chunk, JobStore
 from services.issuer.repository import IssuerRepository, UnitOfWork
+from shared.clock import Clock
 from shared.design import Design
 from shared.ids import new_id
 from shared.models import JobRecord, PassRecord, TemplateRecord
@@ -31,12 +42,54 @@ JOB_TYPE = "template_rollout"
 CHUNK_PASSES = 100
 
 
+# The items of a rollout's last chunk: not pass ids but the sweep.
+SWEEP: Final[dict[str, Any]] = {"sweep": True}
+# How often a sweep whose job still has chunks to do looks again.
+SWEEP_RECHECK_SECONDS = 1.0
+
+
 class TemplateRollout:
-    def __init__(self, rerenderer: PassRerenderer):
+    def __init__(
+        self, rerenderer: PassRerenderer, repo: IssuerRepository, store: JobStore, clock: Clock
+    ):
         self._rerenderer = rerenderer
+        self._repo = repo
+        self._store = store
+        self._clock = clock
 
     async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
+        if chunk.items == [SWEEP]:
+            return await self._sweep(job, chunk)
         return await self._rerenderer.run(job, chunk, _to_current_design)
+
+    async def _sweep(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
+        """Chunks for the template's passes still on an older design, once the job's other
+        chunks are done (they would be found again otherwise)."""
+        if await self._store.others_open(job.id, chunk.id):
+            raise NotYet(SWEEP_RECHECK_SECONDS)
+        version = int(job.params.get("design_version", 0))
+        template = await self._repo.template(job.account_id, job.mode, job.template_id or "")
+        if template is None or template.design_version > version:
+            return ChunkResult(outcomes=[])  # superseded: the newer rollout sweeps
+        stale = await self._repo.stale_pass_ids(job.account_id, job.mode, template.id, version)
+        if not stale:
+            return ChunkResult(outcomes=[])
+        log.info("rollout %s: %d passes made from an older design found", job.id, len(stale))
+        chunks = _chunks(stale, first_seq=chunk.seq + 1)
+        now = self._clock.now()
+
+        async def write(uow: UnitOfWork) -> None:
+            await self._store.insert_chunks(uow.session, job, chunks, "pending", now)
+            await self._store.grow(uow.session, job.id, len(stale))
+
+        return ChunkResult(outcomes=[], write=write)
+
+
+def _chunks(pass_ids: list[str], first_seq: int = 0) -> list[tuple[int, list[Any]]]:
+    return [
+        (first_seq + n, pass_ids[start : start + CHUNK_PASSES])
+        for n, start in enumerate(range(0, len(pass_ids), CHUNK_PASSES))
+    ]
 
 
 def _to_current_design(
@@ -61,38 +114,35 @@ async def plan_rollout(
     now: datetime,
     *,
     google_objects: bool,
+    sweep_at: datetime,
 ) -> tuple[JobRecord, Callable[[UnitOfWork], Awaitable[None]], Callable[[], Awaitable[None]]]:
     """The rollout job of `after` (the template at its new design_version), its writes for the
-    PATCH's transaction (the job, its chunks), and what to do once that committed (the
-    previous rollout superseded)."""
+    PATCH's transaction (the job, its chunks, its sweep from `sweep_at`), and what to do once
+    that committed (the previous rollout superseded)."""
     pass_ids = await repo.live_pass_ids(after.account_id, after.mode, after.id)
-    empty = not pass_ids
     job = JobRecord.model_validate(
         {
             "_id": new_id("job"),
             "account_id": after.account_id,
             "mode": after.mode,
             "type": JOB_TYPE,
-            # Nothing to roll out: done at once (no chunk would ever finish it).
-            "status": "succeeded" if empty else "queued",
+            # Even with no pass yet: passes being made meanwhile are found by its sweep.
+            "status": "queued",
             "template_id": after.id,
             "total": len(pass_ids),
             "params": {"design_version": after.design_version, "google_objects": google_objects},
             "created_at": now,
             "updated_at": now,
-            "started_at": now if empty else None,
-            "finished_at": now if empty else None,
         }
     )
-    chunks = [
-        (seq, pass_ids[start : start + CHUNK_PASSES])
-        for seq, start in enumerate(range(0, len(pass_ids), CHUNK_PASSES))
-    ]
+    chunks = _chunks(pass_ids)
+    sweep = [(len(chunks), [SWEEP])]
     previous = before.rollout_job_id
 
     async def apply(uow: UnitOfWork) -> None:
         await store.insert_job(uow.session, job)
         await store.insert_chunks(uow.session, job, chunks, "pending", now)
+        await store.insert_chunks(uow.session, job, sweep, "pending", now, not_before=sweep_at)
 
     async def supersede() -> None:
         if previous is None:

@@ -101,8 +101,10 @@ class JobStore:
         chunks: Sequence[tuple[int, list[Any]]],
         state: ChunkState,
         now: datetime,
+        *,
+        not_before: datetime | None = None,
     ) -> None:
-        """Chunks of `job`: (seq, items) each."""
+        """Chunks of `job`: (seq, items) each; with `not_before`, claimed from then on."""
         if not chunks:
             return
         documents = [
@@ -118,7 +120,26 @@ class JobStore:
             }
             for seq, items in chunks
         ]
+        if not_before is not None:
+            for document in documents:
+                document["lease_until"] = not_before
         await self.chunks.insert_many(documents, session=session)
+
+    async def grow(self, session: AsyncClientSession, job_id: str, rows: int) -> None:
+        """Count `rows` more to do into the job (a rollout's sweep found passes)."""
+        await self.jobs.update_one({"_id": job_id}, {"$inc": {"total": rows}}, session=session)
+
+    async def others_open(self, job_id: str, chunk_id_: str) -> bool:
+        """Whether a chunk of the job other than `chunk_id_` is still to do or to count."""
+        doc = await self.chunks.find_one(
+            {
+                **_job_range(job_id),
+                "state": {"$in": ["pending", "counting"]},
+                "_id": {"$ne": chunk_id_},
+            },
+            {"_id": 1},
+        )
+        return doc is not None
 
     async def start(
         self, session: AsyncClientSession, job_id: str, total: int, now: datetime
@@ -327,7 +348,7 @@ class JobStore:
         )
         if job is None or job["status"] not in ("queued", "running"):
             return True
-        if int(job["processed"]) >= int(job["total"]):
+        if int(job["processed"]) >= int(job["total"]) and not await self._pending(job_id, session):
             status = "succeeded" if int(job["succeeded"]) or not int(job["total"]) else "failed"
             await self.jobs.update_one(
                 {"_id": job_id},
@@ -335,6 +356,13 @@ class JobStore:
                 session=session,
             )
         return True
+
+    async def _pending(self, job_id: str, session: AsyncClientSession) -> bool:
+        """Whether a chunk of the job is still to do (a rollout's sweep has no rows)."""
+        doc = await self.chunks.find_one(
+            {**_job_range(job_id), "state": "pending"}, {"_id": 1}, session=session
+        )
+        return doc is not None
 
     async def uncounted(self, before: datetime) -> list[Document]:
         """Chunks done before `before` and still not counted (their replica died in between)."""

@@ -25,7 +25,7 @@ from datetime import timedelta
 
 from pymongo.errors import OperationFailure, PyMongoError
 
-from services.issuer.jobs.registry import ChunkResult, JobRegistry
+from services.issuer.jobs.registry import ChunkResult, JobHandler, JobRegistry, NotYet
 from services.issuer.jobs.store import Chunk, JobStore
 from services.issuer.repository import ConcurrentUpdate, IssuerRepository, is_duplicate
 from shared.clock import Clock
@@ -71,8 +71,10 @@ class JobWorker:
         upload_timeout_seconds: float,
         owner: str | None = None,
         relay: OutboxRelay | None = None,
+        max_prepared_age_seconds: float = 5.0,
     ):
         self._repo = repo
+        self._max_prepared_age = max_prepared_age_seconds
         # With a relay, a chunk's events are published by this process right after its commit
         # (shared/outbox.py `publish_committed`), not leased and read back by the relay.
         self._relay = relay
@@ -142,20 +144,46 @@ class JobWorker:
             )
             result = _given_up(chunk)
             return await self._commit(job, chunk, token, result)
-        for _ in range(MAX_PREPARES - 1):
-            try:
-                return await self._commit(job, chunk, token, await handler.run(job, chunk))
-            except ConcurrentUpdate:
-                # A pass the chunk changes was changed meanwhile (a PATCH): prepare again
-                # from fresh reads rather than undo that change.
-                log.info("job %s: chunk %s met a concurrent update; again", job.id, chunk.id)
-        return await self._commit(job, chunk, token, await handler.run(job, chunk))
+        try:
+            for _ in range(MAX_PREPARES - 1):
+                try:
+                    return await self._prepare_and_commit(job, chunk, token, handler)
+                except ConcurrentUpdate:
+                    # A pass the chunk changes was changed meanwhile (a PATCH), or the
+                    # preparation is too old to commit: prepare again from fresh reads.
+                    log.info("job %s: chunk %s met a concurrent update; again", job.id, chunk.id)
+            return await self._prepare_and_commit(job, chunk, token, handler)
+        except NotYet as wait:
+            later = self._clock.now() + timedelta(seconds=wait.seconds)
+            await self._store.retry_soon(chunk.id, token, later)
+            self._poller.wake(wait.seconds)
+            return False
 
-    async def _commit(self, job: JobRecord, chunk: Chunk, token: str, result: ChunkResult) -> bool:
+    async def _prepare_and_commit(
+        self, job: JobRecord, chunk: Chunk, token: str, handler: JobHandler
+    ) -> bool:
+        prepared_from = time.monotonic()
+        result = await handler.run(job, chunk)
+        return await self._commit(job, chunk, token, result, prepared_from)
+
+    async def _commit(
+        self,
+        job: JobRecord,
+        chunk: Chunk,
+        token: str,
+        result: ChunkResult,
+        prepared_from: float | None = None,
+    ) -> bool:
         deadline = time.monotonic() + self._lease.total_seconds() * COMMIT_BUDGET_SHARE
         attempt = 0
         while True:
             attempt += 1
+            # Reads older than this may predate a design change whose rollout has looked for
+            # passes already (docs/templates.md): prepared again instead.
+            if prepared_from is not None and (
+                time.monotonic() - prepared_from > self._max_prepared_age
+            ):
+                raise ConcurrentUpdate(chunk.id)
             try:
                 published = await self._commit_once(chunk, token, result)
             except PyMongoError as exc:
@@ -261,6 +289,8 @@ def _given_up(chunk: Chunk) -> ChunkResult:
     )
     outcomes = []
     for item in chunk.items:
+        if isinstance(item, dict) and "row" not in item:
+            continue  # not a row: a rollout's sweep (jobs/rollout.py)
         if isinstance(item, dict):
             outcomes.append(JobRowOutcome(row=item.get("row"), error=error))
         else:

@@ -1,0 +1,228 @@
+"""A template rollout against the real store, below NATS, its chunks claimed and run here by
+hand: the sweep at its end finds a pass that was made from the old design after the rollout
+listed its passes (a POST or an import's chunk racing the PATCH), and the job ends only once
+that pass is on the new design; a preparation older than the age bound is never committed."""
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from services.issuer.artifacts import WalletArtifacts
+from services.issuer.bulk import PassMaker
+from services.issuer.jobs.import_passes import ImportPasses
+from services.issuer.jobs.registry import ChunkResult, JobRegistry
+from services.issuer.jobs.rerender import PassRerenderer
+from services.issuer.jobs.rollout import JOB_TYPE, SWEEP, TemplateRollout
+from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.jobs.worker import JobWorker
+from services.issuer.repository import IssuerRepository
+from services.issuer.service import IssuerService
+from shared.clock import SystemClock
+from shared.errors import InternalError
+from shared.messages import CreatePass, UpdateTemplate
+from shared.models import JobRecord, PassRecord, TemplateRecord
+from tests.issuer.jobs.test_worker import _rows, _upload
+from tests.support.api import TEMPLATE_BODY
+from tests.support.issuer import ACCOUNT, command_base, template_command
+
+LEASE = timedelta(seconds=60)
+
+
+@pytest.fixture
+async def store(repo: IssuerRepository) -> JobStore:
+    jobs = JobStore(repo.db)
+    await jobs.ensure_indexes()
+    return jobs
+
+
+@pytest.fixture
+def service(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> IssuerService:
+    # The sweep may run at once: the race is made here by hand, not by waiting.
+    return IssuerService(
+        repo, artifacts, SystemClock(), lambda: None, job_store=store, rollout_sweep_seconds=0
+    )
+
+
+def _worker(
+    repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore, registry: JobRegistry
+) -> JobWorker:
+    """A worker whose poller is not started (chunks are run here by hand)."""
+    return JobWorker(
+        repo,
+        store,
+        registry,
+        SystemClock(),
+        lambda: None,
+        concurrency=2,
+        lease_seconds=LEASE.total_seconds(),
+        poll_seconds=1.0,
+        upload_timeout_seconds=3600,
+    )
+
+
+def _rollouts(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> JobWorker:
+    registry = JobRegistry()
+    rerenderer = PassRerenderer(repo, artifacts, SystemClock())
+    registry.register(JOB_TYPE, TemplateRollout(rerenderer, repo, store, SystemClock()))
+    return _worker(repo, artifacts, store, registry)
+
+
+async def _claim(store: JobStore, later: timedelta = timedelta()) -> list[Chunk]:
+    now = SystemClock().now() + later
+    return await store.claim(now, now + LEASE, "test/1", 100)
+
+
+async def _pass(service: IssuerService, template_id: str) -> PassRecord:
+    record = await service.handle(CreatePass(**command_base(), template_id=template_id))
+    assert isinstance(record, PassRecord)
+    return record
+
+
+async def _job(store: JobStore, job_id: str) -> JobRecord:
+    job = await store.job(ACCOUNT, "test", job_id)
+    assert job is not None
+    return job
+
+
+async def test_the_sweep_finds_a_pass_made_from_the_old_design_after_the_listing(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    listed = [await _pass(service, template.id) for _ in range(3)]
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved to Hall B"}
+    patched = await service.handle(
+        UpdateTemplate(**command_base(), template_id=template.id, design=moved)
+    )
+    assert isinstance(patched, TemplateRecord)
+    assert patched.design_version == 2
+    assert patched.rollout_job_id is not None
+    job_id = patched.rollout_job_id
+    # A POST that read the template before the PATCH committed, and committed after the
+    # rollout listed the template's passes: built from design 1, in no chunk of the job.
+    racer = await _pass(service, template.id)
+    await repo.passes.update_one({"_id": racer.id}, {"$set": {"design_version": 1}})
+    worker = _rollouts(repo, artifacts, store)
+
+    chunks = await _claim(store)
+    assert [chunk.items == [SWEEP] for chunk in chunks] == [False, True]
+    listing, sweep = chunks
+    assert sorted(listing.items) == sorted(p.id for p in listed)
+    # The sweep waits for the job's other chunks: given back, not done.
+    assert await worker.run_chunk(sweep, "test/1") is False
+    assert await worker.run_chunk(listing, "test/1") is True
+    job = await _job(store, job_id)
+    # Every listed pass is done, but the job is not: its sweep is to come.
+    assert (job.status, job.processed, job.total) == ("queued", 3, 3)
+
+    [sweep] = await _claim(store, later=timedelta(seconds=2))
+    assert sweep.items == [SWEEP]
+    assert await worker.run_chunk(sweep, "test/1") is True
+    job = await _job(store, job_id)
+    assert (job.status, job.processed, job.total) == ("queued", 3, 4)  # found one more
+
+    [found] = await _claim(store)
+    assert found.items == [racer.id]
+    assert await worker.run_chunk(found, "test/1") is True
+    job = await _job(store, job_id)
+    assert (job.status, job.processed, job.succeeded, job.total) == ("succeeded", 4, 4, 4)
+    versions = {doc["_id"]: doc["design_version"] async for doc in repo.passes.find({})}
+    assert set(versions.values()) == {2}
+    assert await _claim(store, later=timedelta(seconds=5)) == []
+
+
+async def test_a_rollout_of_a_template_without_passes_ends_with_its_sweep(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved to Hall B"}
+    patched = await service.handle(
+        UpdateTemplate(**command_base(), template_id=template.id, design=moved)
+    )
+    assert isinstance(patched, TemplateRecord)
+    assert patched.rollout_job_id is not None
+    # An import chunk made from design 1 committed after the PATCH.
+    racer = await _pass(service, template.id)
+    await repo.passes.update_one({"_id": racer.id}, {"$set": {"design_version": 1}})
+    worker = _rollouts(repo, artifacts, store)
+
+    [sweep] = await _claim(store)
+    assert await worker.run_chunk(sweep, "test/1") is True
+    [found] = await _claim(store)
+    assert await worker.run_chunk(found, "test/1") is True
+
+    job = await _job(store, patched.rollout_job_id)
+    assert (job.status, job.processed, job.total) == ("succeeded", 1, 1)
+    doc = await repo.passes.find_one({"_id": racer.id})
+    assert doc is not None
+    assert doc["design_version"] == 2
+
+
+async def test_a_command_prepared_longer_ago_than_the_bound_is_never_committed(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    strict = IssuerService(
+        repo,
+        artifacts,
+        SystemClock(),
+        lambda: None,
+        job_store=store,
+        conflict_budget_seconds=0.2,
+        max_prepared_age_seconds=1e-9,  # every preparation is too old by its commit
+    )
+
+    with pytest.raises(InternalError):
+        await strict.handle(CreatePass(**command_base(), template_id=template.id))
+
+    assert await repo.passes.count_documents({}) == 0
+    assert await repo.processed.count_documents({}) == 1  # the template's command only
+
+
+class _SlowFirstImport:
+    """An import handler whose first preparation outlasts the worker's age bound."""
+
+    def __init__(self, inner: ImportPasses):
+        self.inner = inner
+        self.runs = 0
+
+    async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
+        self.runs += 1
+        result = await self.inner.run(job, chunk)
+        if self.runs == 1:
+            await asyncio.sleep(0.3)  # a preparation that took long (a stalled store, say)
+        return result
+
+
+async def test_a_chunk_prepared_longer_ago_than_the_bound_is_prepared_again(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    job = await _upload(service, template.id, [_rows(1, 5)])
+    handler = _SlowFirstImport(ImportPasses(PassMaker(repo, artifacts, SystemClock())))
+    registry = JobRegistry()
+    registry.register("import_passes", handler)
+    worker = JobWorker(
+        repo,
+        store,
+        registry,
+        SystemClock(),
+        lambda: None,
+        concurrency=2,
+        lease_seconds=LEASE.total_seconds(),
+        poll_seconds=1.0,
+        upload_timeout_seconds=3600,
+        max_prepared_age_seconds=0.2,
+    )
+
+    [chunk] = await _claim(store)
+    assert await worker.run_chunk(chunk, "test/1") is True
+
+    assert handler.runs == 2  # the stale preparation was dropped, not committed
+    assert await repo.passes.count_documents({}) == 5
+    done = await _job(store, job.id)
+    assert (done.status, done.succeeded) == ("succeeded", 5)
