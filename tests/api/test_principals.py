@@ -13,10 +13,10 @@ from contextlib import AsyncExitStack
 import pytest
 from faststream.nats import NatsBroker
 
-from services.api import principals as principals_module
 from services.api.accounts import create_account, create_key, hash_key
-from services.api.principals import PrincipalCache
+from services.api.principals import PrincipalCache, tags_of
 from services.api.repository import ApiRepository
+from shared import coherent_cache
 from shared.clock import SystemClock
 from shared.errors import AuthenticationError, InternalError
 from shared.mongo import Origin, count_commands, create_client
@@ -38,9 +38,9 @@ async def until(condition: Callable[[], bool], what: str) -> None:
 def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
     """The protocol's timings scaled down (a revoker waits up to a lease for replicas it has not
     heard yet, and every test starts new replicas); the rules are the same."""
-    monkeypatch.setattr(principals_module, "HEARTBEAT_SECONDS", 0.2)
-    monkeypatch.setattr(principals_module, "LEASE_SECONDS", 1.0)
-    monkeypatch.setattr(principals_module, "ORDER_MARGIN_SECONDS", 0.2)
+    monkeypatch.setattr(coherent_cache, "HEARTBEAT_SECONDS", 0.2)
+    monkeypatch.setattr(coherent_cache, "LEASE_SECONDS", 1.0)
+    monkeypatch.setattr(coherent_cache, "ORDER_MARGIN_SECONDS", 0.2)
 
 
 @pytest.fixture
@@ -173,14 +173,14 @@ async def test_a_read_that_raced_an_invalidation_is_not_kept(
     began = cache.generation  # a read begins (before the revocation) ...
     await repo.revoke_key(key_id, SystemClock().now())
     await other.invalidate(key_id=key_id)
-    cache.put(hash_key(key), principal, began)  # ... and ends after it
+    cache.put(hash_key(key), principal, tags_of(principal), began)  # ... and ends after it
     assert cache.get(hash_key(key)) is None
 
 
 async def test_without_nats_the_revocation_is_not_confirmed(
     repo: ApiRepository, nats_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(principals_module, "ECHO_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(coherent_cache, "ECHO_TIMEOUT_SECONDS", 0.2)
     cache = PrincipalCache(create_broker(nats_url), "api-offline")  # never connected
     assert not cache.usable()
     with pytest.raises(InternalError) as raised:
