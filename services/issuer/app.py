@@ -28,6 +28,7 @@ from services.issuer.repository import IssuerRepository
 from services.issuer.scan_store import ScanStore
 from services.issuer.service import IssuerService
 from services.issuer.signing_expiry import SigningExpiryWatch
+from services.issuer.template_cache import TemplateCache
 from shared.clock import Clock, SystemClock
 from shared.connections import Worker, open_connections, running
 from shared.health import health_router
@@ -92,7 +93,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
 
     # Job types and their handlers: what a job's chunks are done with (jobs/registry.py).
     registry = JobRegistry()
-    registry.register(IMPORT_PASSES, ImportPasses(PassMaker(repo, artifacts, clock)))
+    templates = TemplateCache(conn.broker, settings.replica)
+    registry.register(IMPORT_PASSES, ImportPasses(PassMaker(repo, artifacts, clock, templates)))
     rerenderer = PassRerenderer(repo, artifacts, clock)
     registry.register(TEMPLATE_ROLLOUT, TemplateRollout(rerenderer, repo, job_store, clock))
     registry.register(UPDATE_PASSES, UpdatePasses(rerenderer))
@@ -123,6 +125,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         relay=relay,
         max_prepared_age_seconds=settings.max_prepared_age_seconds,
         rollout_sweep_seconds=settings.rollout_sweep_seconds,
+        templates=templates,
     )
     links = GoogleLinks(repo, artifacts)
     handlers.register(conn.broker, service, links, settings.command_workers)
@@ -135,7 +138,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         await job_store.ensure_indexes()
         await ScanStore(conn.db).ensure_indexes()
         await google_store.ensure_indexes()
-        workers: list[Worker] = [relay, worker, signing_watch]
+        workers: list[Worker] = [relay, worker, signing_watch, templates]
         if google_syncer is not None:
             workers.append(google_syncer)
         async with running(conn, *workers):

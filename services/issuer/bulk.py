@@ -22,6 +22,7 @@ from services.issuer.assets import PassAssets, pass_assets
 from services.issuer.pkpass import sign_pass
 from services.issuer.redemption import barcode_message
 from services.issuer.repository import IssuerRepository, PassFile, UnitOfWork, last_modified_after
+from services.issuer.template_cache import TemplateCache
 from services.issuer.validation import check_field_values, check_metadata_dates, check_pass_limits
 from shared.clock import Clock
 from shared.design import Design
@@ -126,14 +127,24 @@ class Prepared:
 class PassMaker:
     """Prepares rows into passes for one account and mode."""
 
-    def __init__(self, repo: IssuerRepository, artifacts: WalletArtifacts, clock: Clock):
+    def __init__(
+        self,
+        repo: IssuerRepository,
+        artifacts: WalletArtifacts,
+        clock: Clock,
+        templates: TemplateCache | None = None,
+    ):
         self._repo = repo
         self._artifacts = artifacts
         self._clock = clock
+        self._templates = templates
 
     async def template(self, account_id: str, mode: Mode, template_id: str) -> TemplateRecord:
         """The template rows are issued from; raises what POST /v1/passes would answer."""
-        record = await self._repo.template(account_id, mode, template_id)
+        if self._templates is None:
+            record = await self._repo.template(account_id, mode, template_id)
+        else:
+            record = await self._templates.template(self._repo, account_id, mode, template_id)
         return issuable(record, template_id, mode, self._artifacts)
 
     async def prepare(

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pymongo.errors import OperationFailure, PyMongoError
 
 from services.issuer.artifacts import WalletArtifacts
-from services.issuer.bulk import NewPass, PassMaker, issuable, new_pass
+from services.issuer.bulk import NewPass, PassMaker, new_pass
 from services.issuer.google.sync import GoogleSyncStore
 from services.issuer.jobs.commands import JobCommands
 from services.issuer.jobs.rollout import plan_rollout
@@ -43,6 +43,7 @@ from services.issuer.repository import (
 )
 from services.issuer.scan_store import ScanStore
 from services.issuer.scans import Redemptions
+from services.issuer.template_cache import TemplateCache
 from services.issuer.validation import (
     check_field_values,
     check_metadata_dates,
@@ -123,12 +124,14 @@ class IssuerService:
         google_classes: GoogleSyncStore | None = None,
         relay: OutboxRelay | None = None,
         max_prepared_age_seconds: float = 5.0,
-        rollout_sweep_seconds: float = 15.0,
+        rollout_sweep_seconds: float = 20.0,
+        templates: TemplateCache | None = None,
     ):
         self._repo = repo
+        self._templates = templates
         self._max_prepared_age = max_prepared_age_seconds
         self._rollout_sweep = timedelta(seconds=rollout_sweep_seconds)
-        self._maker = PassMaker(repo, artifacts, clock)
+        self._maker = PassMaker(repo, artifacts, clock, templates)
         self._job_store = job_store or JobStore(repo.db)
         self._jobs = JobCommands(self._job_store, self._maker, clock)
         self._on_job_started = on_job_started
@@ -148,6 +151,14 @@ class IssuerService:
         self._relay = relay
 
     async def handle(self, command: IssuerCommand) -> BaseModel:
+        """Run a command; a template change (or its replay) is then dropped from every
+        replica's template cache before the answer."""
+        result = await self._handle_with_retries(command)
+        if isinstance(command, UpdateTemplate) and self._templates is not None:
+            await self._templates.changed(command.template_id)
+        return result
+
+    async def _handle_with_retries(self, command: IssuerCommand) -> BaseModel:
         """Run a command, retrying write conflicts until the conflict budget is spent.
 
         A conflict that outlasts the budget is usually a transaction abandoned by a crashed
@@ -373,8 +384,7 @@ class IssuerService:
         return after
 
     async def _create_pass(self, cmd: CreatePass) -> Outcome:
-        found = await self._repo.template(cmd.account_id, cmd.mode, cmd.template_id)
-        template = issuable(found, cmd.template_id, cmd.mode, self._artifacts)
+        template = await self._maker.template(cmd.account_id, cmd.mode, cmd.template_id)
         design = Design.from_stored(template.design)
         record = new_pass(
             template,
