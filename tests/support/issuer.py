@@ -6,6 +6,7 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,20 @@ from services.issuer.artifacts import WalletArtifacts
 from services.issuer.config import IssuerSettings
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.identity import load_identities
+from services.issuer.jobs.registry import JobRegistry
+from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
+from shared.clock import Clock, SystemClock
 from shared.messages import CreateTemplate, UpdateTemplate
 from shared.models import Mode
 from shared.mongo import create_client
+from shared.outbox import OutboxRelay
 from tests.support.api import TEMPLATE_BODY
 
 ACCOUNT = "acct_service"
+# How long a job worker's claim holds a chunk in the tests that run chunks by hand.
+JOB_LEASE = timedelta(seconds=60)
 SITE = "http://tessera.test"
 
 
@@ -61,3 +69,36 @@ def template_command(mode: Mode = "test") -> CreateTemplate:
 
 def archive_command(template_id: str) -> UpdateTemplate:
     return UpdateTemplate(**command_base(), template_id=template_id, archived=True)
+
+
+def job_worker(
+    repo: IssuerRepository,
+    store: JobStore,
+    registry: JobRegistry,
+    *,
+    clock: Clock | None = None,
+    relay: OutboxRelay | None = None,
+    max_prepared_age_seconds: float = 5.0,
+) -> JobWorker:
+    """A job worker whose poller is not started: tests claim chunks and run them by hand."""
+    return JobWorker(
+        repo,
+        store,
+        registry,
+        clock or SystemClock(),
+        lambda: None,
+        concurrency=2,
+        lease_seconds=JOB_LEASE.total_seconds(),
+        poll_seconds=1.0,
+        upload_timeout_seconds=3600,
+        relay=relay,
+        max_prepared_age_seconds=max_prepared_age_seconds,
+    )
+
+
+async def claim_chunks(
+    store: JobStore, owner: str = "test/1", later: timedelta = timedelta()
+) -> list[Chunk]:
+    """What a worker's claim `later` than now takes (up to 100 chunks), leased to `owner`."""
+    now = SystemClock().now() + later
+    return await store.claim(now, now + JOB_LEASE, owner, 100)

@@ -24,16 +24,13 @@ from shared.messages import CreatePass, UpdateTemplate
 from shared.models import JobRecord, PassRecord, TemplateRecord
 from tests.issuer.jobs.test_worker import _rows, _upload
 from tests.support.api import TEMPLATE_BODY
-from tests.support.issuer import ACCOUNT, command_base, template_command
-
-LEASE = timedelta(seconds=60)
-
-
-@pytest.fixture
-async def store(repo: IssuerRepository) -> JobStore:
-    jobs = JobStore(repo.db)
-    await jobs.ensure_indexes()
-    return jobs
+from tests.support.issuer import (
+    ACCOUNT,
+    claim_chunks,
+    command_base,
+    job_worker,
+    template_command,
+)
 
 
 @pytest.fixture
@@ -44,33 +41,15 @@ def service(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore)
     )
 
 
-def _worker(
-    repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore, registry: JobRegistry
-) -> JobWorker:
-    """A worker whose poller is not started (chunks are run here by hand)."""
-    return JobWorker(
-        repo,
-        store,
-        registry,
-        SystemClock(),
-        lambda: None,
-        concurrency=2,
-        lease_seconds=LEASE.total_seconds(),
-        poll_seconds=1.0,
-        upload_timeout_seconds=3600,
-    )
-
-
 def _rollouts(repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore) -> JobWorker:
     registry = JobRegistry()
     rerenderer = PassRerenderer(repo, artifacts, SystemClock())
     registry.register(JOB_TYPE, TemplateRollout(rerenderer, repo, store, SystemClock()))
-    return _worker(repo, artifacts, store, registry)
+    return job_worker(repo, store, registry)
 
 
 async def _claim(store: JobStore, later: timedelta = timedelta()) -> list[Chunk]:
-    now = SystemClock().now() + later
-    return await store.claim(now, now + LEASE, "test/1", 100)
+    return await claim_chunks(store, later=later)
 
 
 async def _pass(service: IssuerService, template_id: str) -> PassRecord:
@@ -206,18 +185,7 @@ async def test_a_chunk_prepared_longer_ago_than_the_bound_is_prepared_again(
     handler = _SlowFirstImport(ImportPasses(PassMaker(repo, artifacts, SystemClock())))
     registry = JobRegistry()
     registry.register("import_passes", handler)
-    worker = JobWorker(
-        repo,
-        store,
-        registry,
-        SystemClock(),
-        lambda: None,
-        concurrency=2,
-        lease_seconds=LEASE.total_seconds(),
-        poll_seconds=1.0,
-        upload_timeout_seconds=3600,
-        max_prepared_age_seconds=0.2,
-    )
+    worker = job_worker(repo, store, registry, max_prepared_age_seconds=0.2)
 
     [chunk] = await _claim(store)
     assert await worker.run_chunk(chunk, "test/1") is True

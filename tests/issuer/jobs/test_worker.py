@@ -31,21 +31,17 @@ from shared.outbox import OutboxRelay
 from tests.support.inproc_api import ManualClock
 from tests.support.issuer import (
     ACCOUNT,
+    JOB_LEASE,
     archive_command,
+    claim_chunks,
     command_base,
+    job_worker,
     template_command,
 )
 from tests.support.outbox import outbox_messages
 
-LEASE = timedelta(seconds=60)
+LEASE = JOB_LEASE
 PRE_FAILED = RowError(status=402, type="billing_error", code="quota_exceeded", message="no")
-
-
-@pytest.fixture
-async def store(repo: IssuerRepository) -> JobStore:
-    jobs = JobStore(repo.db)
-    await jobs.ensure_indexes()
-    return jobs
 
 
 @pytest.fixture
@@ -62,18 +58,7 @@ def _import_worker(
     """A worker of import jobs; its poller is not started (chunks are run here by hand)."""
     registry = JobRegistry()
     registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, SystemClock())))
-    return JobWorker(
-        repo,
-        store,
-        registry,
-        SystemClock(),
-        lambda: None,
-        concurrency=2,
-        lease_seconds=LEASE.total_seconds(),
-        poll_seconds=1.0,
-        upload_timeout_seconds=3600,
-        relay=relay,
-    )
+    return job_worker(repo, store, registry, relay=relay)
 
 
 @pytest.fixture
@@ -128,12 +113,9 @@ async def _upload(
 
 
 async def _claim(
-    store: JobStore,
-    owner: str = "test/1",
-    later: timedelta = timedelta(),
+    store: JobStore, owner: str = "test/1", later: timedelta = timedelta()
 ) -> list[Chunk]:
-    now = SystemClock().now() + later
-    return await store.claim(now, now + LEASE, owner, 100)
+    return await claim_chunks(store, owner, later)
 
 
 async def _results(repo: IssuerRepository, job_id: str) -> list[JobRowOutcome]:
@@ -323,17 +305,7 @@ async def test_a_chunk_committed_but_never_counted_is_counted_once_by_the_sweep(
     clock = ManualClock()
     registry = JobRegistry()
     registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, clock)))
-    worker = JobWorker(
-        repo,
-        store,
-        registry,
-        clock,
-        lambda: None,
-        concurrency=1,
-        lease_seconds=LEASE.total_seconds(),
-        poll_seconds=1.0,
-        upload_timeout_seconds=3600,
-    )
+    worker = job_worker(repo, store, registry, clock=clock)
     template = await _template(service)
     job = await _upload(service, template.id, [_rows(1, 5), _rows(6, 5)])
     first, second = await _claim(store)
