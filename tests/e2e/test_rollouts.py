@@ -234,6 +234,36 @@ def test_a_second_design_patch_supersedes_a_running_rollout(stack: Stack, tmp_pa
         assert latest_passes == {p["id"] for p in passes}
 
 
+def test_a_design_patch_during_an_import_reaches_every_pass(stack: Stack) -> None:
+    """Passes an import makes while the design changes (a chunk prepared from the old design
+    and committed after the rollout listed the template's passes) are rolled out by the
+    rollout's closing sweep: every pass ends at the new design."""
+    account = stack.new_account(plan="paid")
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client)
+        rows = [{"holder_name": f"H{n}", "field_values": {"seat": f"S{n}"}} for n in range(1500)]
+        body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
+        job = ok(post_retrying(client, "/v1/jobs", body, uuid.uuid4().hex), 202)
+        poll(
+            lambda: ok(client.get(f"/v1/jobs/{job['id']}")),
+            lambda seen: seen["processed"] > 0 or seen["status"] in FINISHED,
+            message="the import under way",
+            interval=0.05,
+        )
+        url = f"/v1/templates/{template['id']}"
+        moved = {"design": design(description="Moved while issuing")}
+        patched = ok(send_retrying(client, "PATCH", url, moved, uuid.uuid4().hex))
+
+        imported = _finished(client, job["id"])
+        rollout = _finished(client, patched["rollout_job_id"])
+        assert (imported["status"], imported["succeeded"]) == ("succeeded", 1500)
+        assert rollout["status"] == "succeeded"
+        assert rollout["succeeded"] == rollout["total"]
+        stored = walk(client, "/v1/passes", 100, template_id=template["id"])
+        assert len(stored) == 1500
+        assert Counter(p["design_version"] for p in stored) == {2: 1500}
+
+
 def test_update_passes_sets_values_on_every_pass_with_pushes_and_events(
     stack: Stack, fake_apns: FakeApns, phones: list[EmulatedIPhone], tmp_path: Path
 ) -> None:
