@@ -4,7 +4,7 @@ results chunk by chunk, so that 100,000 rows are streamed, never held at once.""
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.issuer.jobs.store import JobStore
+from services.issuer.jobs.store import SWEEP_ITEM, JobStore
 from shared.models import FINISHED_JOB_STATUSES, JobRecord, JobRowOutcome, RowError
 from shared.mongo import Database
 from shared.pagination import Page, PageRequest, fetch_page
@@ -56,7 +56,8 @@ class JobReads:
             if doc["state"] in ("done", "counting"):
                 yield [JobRowOutcome.model_validate(outcome) for outcome in doc["outcomes"]]
             elif doc["state"] == "canceled" or finished:
-                yield [_canceled(item) for item in doc.get("items", [])]
+                items = doc.get("items", [])
+                yield [_canceled(item) for item in items if item != SWEEP_ITEM]
 
 
 def _canceled(item: Any) -> JobRowOutcome:

@@ -25,11 +25,11 @@ the new design (docs/templates.md#passes-made-while-the-design-changes).
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from services.issuer.jobs.registry import ChunkResult, NotYet
 from services.issuer.jobs.rerender import Changed, PassRerenderer
-from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.jobs.store import SWEEP_ITEM, Chunk, JobStore
 from services.issuer.repository import IssuerRepository, UnitOfWork
 from shared.clock import Clock
 from shared.design import Design
@@ -42,8 +42,6 @@ JOB_TYPE = "template_rollout"
 CHUNK_PASSES = 100
 
 
-# The items of a rollout's last chunk: not pass ids but the sweep.
-SWEEP: Final[dict[str, Any]] = {"sweep": True}
 # How often a sweep whose job still has chunks to do looks again.
 SWEEP_RECHECK_SECONDS = 1.0
 
@@ -58,7 +56,7 @@ class TemplateRollout:
         self._clock = clock
 
     async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
-        if chunk.items == [SWEEP]:
+        if chunk.items == [SWEEP_ITEM]:
             return await self._sweep(job, chunk)
         return await self._rerenderer.run(job, chunk, _to_current_design)
 
@@ -136,7 +134,7 @@ async def plan_rollout(
         }
     )
     chunks = _chunks(pass_ids)
-    sweep = [(len(chunks), [SWEEP])]
+    sweep = [(len(chunks), [SWEEP_ITEM])]
     previous = before.rollout_job_id
 
     async def apply(uow: UnitOfWork) -> None:

@@ -10,7 +10,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
@@ -47,6 +47,11 @@ class Chunk(BaseModel):
     items: list[Any] = Field(default_factory=list)
     # Claims of this chunk so far, this one included: a chunk that keeps failing is given up.
     attempts: int = 0
+
+
+# The one item of a rollout's last chunk: not a row or a pass id, but the sweep for passes made
+# from the old design meanwhile (jobs/rollout.py). It has no outcome and never fails.
+SWEEP_ITEM: Final[dict[str, Any]] = {"sweep": True}
 
 
 def chunk_id(job_id: str, seq: int) -> str:

@@ -26,7 +26,7 @@ from datetime import timedelta
 from pymongo.errors import OperationFailure, PyMongoError
 
 from services.issuer.jobs.registry import ChunkResult, JobHandler, JobRegistry, NotYet
-from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.jobs.store import SWEEP_ITEM, Chunk, JobStore
 from services.issuer.repository import ConcurrentUpdate, IssuerRepository, is_duplicate
 from shared.clock import Clock
 from shared.models import FINISHED_JOB_STATUSES, JobRecord, JobRowOutcome, RowError
@@ -289,7 +289,7 @@ def _given_up(chunk: Chunk) -> ChunkResult:
     )
     outcomes = []
     for item in chunk.items:
-        if isinstance(item, dict) and "row" not in item:
+        if item == SWEEP_ITEM:
             continue  # not a row: a rollout's sweep (jobs/rollout.py)
         if isinstance(item, dict):
             outcomes.append(JobRowOutcome(row=item.get("row"), error=error))

@@ -11,10 +11,11 @@ import pytest
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import PassMaker
 from services.issuer.jobs.import_passes import ImportPasses
+from services.issuer.jobs.reads import JobReads
 from services.issuer.jobs.registry import ChunkResult, JobRegistry
 from services.issuer.jobs.rerender import PassRerenderer
-from services.issuer.jobs.rollout import JOB_TYPE, SWEEP, TemplateRollout
-from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.jobs.rollout import JOB_TYPE, TemplateRollout
+from services.issuer.jobs.store import SWEEP_ITEM, Chunk, JobStore
 from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
@@ -85,7 +86,7 @@ async def test_the_sweep_finds_a_pass_made_from_the_old_design_after_the_listing
     worker = _rollouts(repo, artifacts, store)
 
     chunks = await _claim(store)
-    assert [chunk.items == [SWEEP] for chunk in chunks] == [False, True]
+    assert [chunk.items == [SWEEP_ITEM] for chunk in chunks] == [False, True]
     listing, sweep = chunks
     assert sorted(listing.items) == sorted(p.id for p in listed)
     # The sweep waits for the job's other chunks: given back, not done.
@@ -96,7 +97,7 @@ async def test_the_sweep_finds_a_pass_made_from_the_old_design_after_the_listing
     assert (job.status, job.processed, job.total) == ("queued", 3, 3)
 
     [sweep] = await _claim(store, later=timedelta(seconds=2))
-    assert sweep.items == [SWEEP]
+    assert sweep.items == [SWEEP_ITEM]
     assert await worker.run_chunk(sweep, "test/1") is True
     job = await _job(store, job_id)
     assert (job.status, job.processed, job.total) == ("queued", 3, 4)  # found one more
@@ -194,3 +195,25 @@ async def test_a_chunk_prepared_longer_ago_than_the_bound_is_prepared_again(
     assert await repo.passes.count_documents({}) == 5
     done = await _job(store, job.id)
     assert (done.status, done.succeeded) == ("succeeded", 5)
+
+
+async def test_a_superseded_rollouts_results_list_its_passes_and_nothing_for_its_sweep(
+    service: IssuerService, repo: IssuerRepository, store: JobStore
+) -> None:
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    made = [await _pass(service, template.id) for _ in range(2)]
+    ids = []
+    for description in ("Moved once", "Moved twice"):
+        moved = {**TEMPLATE_BODY["design"], "description": description}
+        patched = await service.handle(
+            UpdateTemplate(**command_base(), template_id=template.id, design=moved)
+        )
+        assert isinstance(patched, TemplateRecord)
+        ids.append(patched.rollout_job_id)
+
+    first = await _job(store, str(ids[0]))
+    assert first.status == "canceled"  # superseded by the second
+    outcomes = [o async for chunk in JobReads(repo.db).results(first) for o in chunk]
+    assert sorted(str(o.pass_id) for o in outcomes) == sorted(p.id for p in made)
+    assert all(o.error is not None and o.error.code == "job_canceled" for o in outcomes)
