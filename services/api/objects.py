@@ -294,7 +294,10 @@ class JobObject(BaseModel):
         "`failed` or `canceled`."
     )
     template_id: str | None = Field(description="The template the job works on.")
-    total: int = Field(description="Rows (imports) or passes (updates, rollouts) to process.")
+    total: int = Field(
+        description="Rows (imports) or passes (updates, rollouts) to process. A rollout's grows "
+        "when its closing sweep finds passes made from the old design while it changed."
+    )
     processed: int = Field(description="Processed so far; only grows.")
     succeeded: int = Field(description="Succeeded so far.")
     failed: int = Field(description="Failed so far.")
