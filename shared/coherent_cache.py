@@ -106,6 +106,26 @@ _message: TypeAdapter[CacheMessage] = TypeAdapter(CacheMessage)
 Callback = Callable[[Msg], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class CacheTimings:
+    """The protocol's timings: how often a replica heartbeats, how long a heard heartbeat lets
+    it use its cache, the margin for a NATS cluster's ordering, and how long an invalidator
+    waits to hear its own invalidation. A change made by a replica that started less than
+    `lease + order_margin` ago waits that long at most (for peers it has not heard yet)."""
+
+    heartbeat: float
+    lease: float
+    order_margin: float
+    echo_timeout: float
+
+
+def default_timings() -> CacheTimings:
+    """The module's constants, read when a cache is made (tests scale them down)."""
+    return CacheTimings(
+        HEARTBEAT_SECONDS, LEASE_SECONDS, ORDER_MARGIN_SECONDS, ECHO_TIMEOUT_SECONDS
+    )
+
+
 @dataclass
 class _Entry(Generic[V]):
     value: V
@@ -136,8 +156,10 @@ class CoherentCache(Generic[V]):
         name: str,
         entry_seconds: float = ENTRY_SECONDS,
         max_entries: int = MAX_ENTRIES,
+        timings: CacheTimings | None = None,
     ) -> None:
         self._broker = broker
+        self._timings = timings or default_timings()
         self._prefix = subject_prefix
         self._name = name  # in log lines and the heartbeat task's name
         self.replica = f"{replica}-{secrets.token_hex(4)}"
@@ -242,7 +264,7 @@ class CoherentCache(Generic[V]):
         return on_ack
 
     async def _wait_for_echo(self, pending: _Pending) -> None:
-        deadline = time.monotonic() + ECHO_TIMEOUT_SECONDS
+        deadline = time.monotonic() + self._timings.echo_timeout
         while not pending.echoed:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -252,7 +274,7 @@ class CoherentCache(Generic[V]):
                 await asyncio.wait_for(pending.changed.wait(), remaining)
 
     async def _wait_for_peers(self, pending: _Pending) -> None:
-        lease = LEASE_SECONDS + ORDER_MARGIN_SECONDS
+        lease = self._timings.lease + self._timings.order_margin
         # Replicas heard of only before this one listened may hold a lease for this long.
         unheard = (self._listening_since or time.monotonic()) + lease
         while True:
@@ -298,15 +320,15 @@ class CoherentCache(Generic[V]):
             except (NatsError, OSError) as exc:
                 # NATS away: no heartbeat comes back, so the lease (and the cache) lapses.
                 log.warning("%s: no heartbeat sent (%s); retrying", self._name, exc)
-                await asyncio.sleep(HEARTBEAT_SECONDS)
+                await asyncio.sleep(self._timings.heartbeat)
             except Exception:
                 log.exception("%s: heartbeats failed; retrying", self._name)
-                await asyncio.sleep(HEARTBEAT_SECONDS)
+                await asyncio.sleep(self._timings.heartbeat)
 
     async def _heartbeats(self) -> None:
         connection = self._connection()
         if connection is None:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(self._timings.heartbeat)
             return
         if self._subscription is None:
             self._subscription = await connection.subscribe(
@@ -322,7 +344,7 @@ class CoherentCache(Generic[V]):
             beat = Heartbeat(replica=self.replica, seq=self._seq)
             heartbeats = f"{self._prefix}.heartbeat"
             await connection.publish(heartbeats, beat.model_dump_json().encode())
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(self._timings.heartbeat)
 
     async def _on_message(self, msg: Msg) -> None:
         try:
@@ -354,9 +376,9 @@ class CoherentCache(Generic[V]):
             self._connection_epoch = epoch
         sent_at, sent_epoch = sent
         if sent_epoch == epoch:
-            self._fresh_until = max(self._fresh_until, sent_at + LEASE_SECONDS)
+            self._fresh_until = max(self._fresh_until, sent_at + self._timings.lease)
         for peer, seen in list(self._peers.items()):
-            if seen + LEASE_SECONDS * 10 < now:
+            if seen + self._timings.lease * 10 < now:
                 del self._peers[peer]  # long gone: forget it
 
     async def _on_invalidation(self, message: Invalidation, reply: str) -> None:

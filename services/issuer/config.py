@@ -32,8 +32,8 @@ class IssuerSettings(AppleIdentitySettings):
     # design-changes): a command or a job's chunk prepared longer ago than
     # `max_prepared_age_seconds` is prepared again from fresh reads rather than committed, and
     # a rollout looks for passes still on an older design `rollout_sweep_seconds` after the
-    # change (keep it above the age plus the template caches' invalidation, up to 4 s, plus a
-    # margin for a commit's own duration).
+    # change (keep it above the age plus the template caches' invalidation, up to 1.5 s, plus
+    # a margin for a commit's own duration).
     max_prepared_age_seconds: float = Field(5.0, gt=0)
     rollout_sweep_seconds: float = Field(20.0, ge=0)
     # The Google step (docs/google-wallet.md#the-google-step), with Google credentials only:
