@@ -230,8 +230,16 @@ def wait_ready(url: str, deadline: float, child: Child | None = None) -> None:
             except httpx2.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} did not become ready")
+                raise TimeoutError(f"{url} did not become ready{_log_tail(child)}")
             time.sleep(0.1)
+
+
+def _log_tail(child: Child | None, lines: int = 10) -> str:
+    """The last lines of a child's log, to say where its start stopped."""
+    if child is None or not child.log_path.exists():
+        return ""
+    tail = child.log_path.read_text(errors="replace").splitlines()[-lines:]
+    return f"; the end of {child.log_path}:\n" + "\n".join(tail)
 
 
 def base_env() -> dict[str, str]:

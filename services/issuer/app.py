@@ -1,5 +1,7 @@
 """The issuer service: NATS command handlers, its outbox relay, and a health endpoint."""
 
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -35,6 +37,8 @@ from shared.health import health_router
 from shared.metrics import instrument
 from shared.nats import max_payload
 from shared.outbox import OutboxRelay
+
+log = logging.getLogger(__name__)
 
 
 def create_app(settings: IssuerSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -132,12 +136,15 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        began = time.monotonic()
         await repo.ensure_indexes()
         # Passes stored before holder_email_key existed (docs/api-decisions.md#lists-and-cursors).
         await repo.backfill_email_keys_once()
         await job_store.ensure_indexes()
         await ScanStore(conn.db).ensure_indexes()
         await google_store.ensure_indexes()
+        # A start that hangs says where: the store's part is done, NATS's comes next.
+        log.info("indexes and migrations done in %.1f s", time.monotonic() - began)
         workers: list[Worker] = [relay, worker, signing_watch, templates]
         if google_syncer is not None:
             workers.append(google_syncer)
