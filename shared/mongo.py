@@ -127,7 +127,12 @@ INDEX_NOT_FOUND = 27
 
 async def drop_index_if_present(collection: AsyncCollection[Document], name: str) -> None:
     """Drop an index a release no longer uses (every index costs each write of the
-    collection); a store without it, or where another replica dropped it first, is fine."""
+    collection); a store without it, or where another replica dropped it first, is fine.
+    Its absence is read first: a drop is a schema change (on the development store it takes
+    its global lock), which every start after the first would otherwise make for nothing."""
+    names = [index["name"] async for index in await collection.list_indexes()]
+    if name not in names:
+        return
     try:
         await collection.drop_index(name)
     except OperationFailure as exc:

@@ -58,4 +58,10 @@ async def test_an_index_a_release_retired_is_dropped_at_start(repo: IssuerReposi
     assert LEGACY_EMAIL_INDEX not in names
     assert "account_id_1_mode_1_template_id_1__id_-1" in names
     assert "account_id_1_mode_1_holder_email_key_1__id_-1" in names
-    await repo.ensure_indexes()  # nothing to drop: no error
+    sent: list[str] = []
+    count_commands(lambda command, _: sent.append(command))
+    try:
+        await repo.ensure_indexes()  # nothing to drop: no error, and no drop sent
+    finally:
+        count_commands(None)
+    assert "dropIndexes" not in sent
