@@ -179,11 +179,16 @@ class JobWorker:
         while True:
             attempt += 1
             # Reads older than this may predate a design change whose rollout has looked for
-            # passes already (docs/templates.md): prepared again instead.
+            # passes already (docs/templates.md): not committed. A preparation that was slow
+            # itself is made again now; one that aged while its commit was held up by write
+            # conflicts is given back like any held-up commit (not counted as an attempt).
             if prepared_from is not None and (
                 time.monotonic() - prepared_from > self._max_prepared_age
             ):
-                raise ConcurrentUpdate(chunk.id)
+                if attempt == 1:
+                    raise ConcurrentUpdate(chunk.id)
+                await self._retry_soon(job, chunk, token)
+                return False
             try:
                 published = await self._commit_once(chunk, token, result)
             except PyMongoError as exc:
@@ -195,14 +200,7 @@ class JobWorker:
                 if not is_write_conflict(exc):
                     raise
                 if time.monotonic() >= deadline:
-                    log.warning("job %s: chunk %s still conflicts; retried soon", job.id, chunk.id)
-                    later = self._clock.now() + timedelta(seconds=RETRY_SOON_SECONDS)
-                    try:
-                        await self._store.retry_soon(chunk.id, token, later)
-                    except OperationFailure as held:
-                        # The chunk itself is held: it waits for its lease to run out.
-                        log.warning("job %s: chunk %s kept its lease: %s", job.id, chunk.id, held)
-                    self._poller.wake(RETRY_SOON_SECONDS)
+                    await self._retry_soon(job, chunk, token)
                     return False
                 log.info("job %s: chunk %s conflicted; retrying", job.id, chunk.id)
                 backoff = min(MAX_CONFLICT_BACKOFF_SECONDS, 0.01 * attempt)
@@ -219,6 +217,18 @@ class JobWorker:
                 self._on_commit()
             await self._count(chunk.id, chunk.job_id, result.outcomes)
             return True
+
+    async def _retry_soon(self, job: JobRecord, chunk: Chunk, token: str) -> None:
+        """A commit held up by write conflicts: the chunk given back, claimed again (and
+        prepared afresh) in RETRY_SOON_SECONDS, the claim not counted as an attempt."""
+        log.warning("job %s: chunk %s still conflicts; retried soon", job.id, chunk.id)
+        later = self._clock.now() + timedelta(seconds=RETRY_SOON_SECONDS)
+        try:
+            await self._store.retry_soon(chunk.id, token, later)
+        except OperationFailure as held:
+            # The chunk itself is held: it waits for its lease to run out.
+            log.warning("job %s: chunk %s kept its lease: %s", job.id, chunk.id, held)
+        self._poller.wake(RETRY_SOON_SECONDS)
 
     async def _commit_once(
         self, chunk: Chunk, token: str, result: ChunkResult

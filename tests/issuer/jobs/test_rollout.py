@@ -217,3 +217,36 @@ async def test_a_superseded_rollouts_results_list_its_passes_and_nothing_for_its
     outcomes = [o async for chunk in JobReads(repo.db).results(first) for o in chunk]
     assert sorted(str(o.pass_id) for o in outcomes) == sorted(p.id for p in made)
     assert all(o.error is not None and o.error.code == "job_canceled" for o in outcomes)
+
+
+async def test_a_chunk_held_up_past_the_age_bound_is_given_back_not_counted(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    """A transaction a killed replica left open holds a pass the chunk replaces: the chunk's
+    commit conflicts until its preparation is too old, and the chunk is then given back to be
+    prepared afresh, as any held-up commit is, without counting the claim as an attempt."""
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    held = await _pass(service, template.id)
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved to Hall B"}
+    await service.handle(UpdateTemplate(**command_base(), template_id=template.id, design=moved))
+    registry = JobRegistry()
+    rerenderer = PassRerenderer(repo, artifacts, SystemClock())
+    registry.register(JOB_TYPE, TemplateRollout(rerenderer, repo, store, SystemClock()))
+    worker = job_worker(repo, store, registry, max_prepared_age_seconds=0.3)
+    [chunk, _sweep] = await _claim(store)
+
+    async with repo.db.client.start_session() as session:
+        await session.start_transaction()
+        await repo.passes.update_one({"_id": held.id}, {"$set": {"x": 1}}, session=session)
+        assert await worker.run_chunk(chunk, "test/1") is False
+        await session.abort_transaction()
+
+    doc = await store.chunks.find_one({"_id": chunk.id})
+    assert doc is not None
+    assert (doc["state"], doc["attempts"]) == ("pending", 0)  # given back, not counted
+    stored = await repo.passes.find_one({"_id": held.id})
+    assert stored is not None
+    assert stored["design_version"] == 1  # nothing of the held-up run was committed
+    [again] = [c for c in await _claim(store, later=timedelta(seconds=3)) if c.id == chunk.id]
+    assert await worker.run_chunk(again, "test/1") is True
