@@ -46,14 +46,7 @@ class WalletArtifacts:
     def google(self) -> GoogleWallet:
         return self._google
 
-    def attach_google(
-        self,
-        template: TemplateRecord,
-        design: Design,
-        record: PassRecord,
-        *,
-        object_changed: bool = True,
-    ) -> None:
+    def attach_google(self, record: PassRecord, *, object_changed: bool = True) -> None:
         """Mark a new version of a pass as having a Google save link ("": the link is signed
         when a holder asks for it, by `save_link`, not with every version). With credentials,
         a changed object is also marked for the Google step, which upserts it after the commit

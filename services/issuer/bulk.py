@@ -211,7 +211,7 @@ class PassMaker:
         content = self._artifacts.content(record, template, design)
         with PKPASS_BUILD.time():
             signed = sign_pass(content, self._artifacts.identities.apple, assets)
-        self._artifacts.attach_google(template, design, record)
+        self._artifacts.attach_google(record)
         file = PassFile(
             version=record.version,
             pass_json=signed.pass_json,

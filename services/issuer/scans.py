@@ -190,7 +190,7 @@ class Redemptions:
         design = Design.from_stored(template.design)
         signed = await self._artifacts.signed_pass(used, template, design)
         # With real Google credentials this upserts the object, now COMPLETED.
-        self._artifacts.attach_google(template, design, used)
+        self._artifacts.attach_google(used)
         await self._repo.store_assets(signed.assets.id, signed.assets.files, used.updated_at)
         previous = await self._repo.pass_file_stamp(used.id)
         pkpass = PassFile(

@@ -590,9 +590,10 @@ class IssuerService:
         insert: bool,
     ) -> Outcome:
         signed = await self._artifacts.signed_pass(record, template, design)
-        # Every version of a pass gets a fresh Google link; with real credentials its object
-        # is upserted after the commit by the Google step (a voided pass turns INACTIVE).
-        self._artifacts.attach_google(template, design, record)
+        # Every version of a pass has a Google link (signed when asked); with real credentials
+        # its object is upserted after the commit by the Google step (a voided pass turns
+        # INACTIVE).
+        self._artifacts.attach_google(record)
         identity = self._identities.apple
         # Stored before the transaction, and never deleted: a pass file never refers to
         # assets that are not there.

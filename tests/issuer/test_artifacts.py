@@ -74,7 +74,7 @@ def test_the_save_link_carries_the_google_logo_and_the_event(tmp_path: Path) -> 
         }
     )
 
-    artifacts.attach_google(template, Design.from_stored(template.design), record)
+    artifacts.attach_google(record)
 
     # The development identity's link is fat: the class travels inside the JWT.
     assert record.google_save_url == ""  # has a link, signed when asked

@@ -141,9 +141,7 @@ class PassRerenderer:
         content = self._artifacts.content(updated, template, design)
         with PKPASS_BUILD.time():
             signed = sign_pass(content, self._artifacts.identities.apple, assets)
-        self._artifacts.attach_google(
-            template, design, updated, object_changed=changed.google_object
-        )
+        self._artifacts.attach_google(updated, object_changed=changed.google_object)
         file = PassFile(
             version=updated.version,
             pass_json=signed.pass_json,
