@@ -136,15 +136,7 @@ class JobStore:
 
     async def others_open(self, job_id: str, chunk_id_: str) -> bool:
         """Whether a chunk of the job other than `chunk_id_` is still to do or to count."""
-        doc = await self.chunks.find_one(
-            {
-                **_job_range(job_id),
-                "state": {"$in": ["pending", "counting"]},
-                "_id": {"$ne": chunk_id_},
-            },
-            {"_id": 1},
-        )
-        return doc is not None
+        return await self._any_chunk(job_id, ["pending", "counting"], other_than=chunk_id_)
 
     async def start(
         self, session: AsyncClientSession, job_id: str, total: int, now: datetime
@@ -353,7 +345,10 @@ class JobStore:
         )
         if job is None or job["status"] not in ("queued", "running"):
             return True
-        if int(job["processed"]) >= int(job["total"]) and not await self._pending(job_id, session):
+        # A chunk still to do may count no row in `total`: a rollout's sweep.
+        if int(job["processed"]) >= int(job["total"]) and not await self._any_chunk(
+            job_id, ["pending"], session=session
+        ):
             status = "succeeded" if int(job["succeeded"]) or not int(job["total"]) else "failed"
             await self.jobs.update_one(
                 {"_id": job_id},
@@ -362,11 +357,19 @@ class JobStore:
             )
         return True
 
-    async def _pending(self, job_id: str, session: AsyncClientSession) -> bool:
-        """Whether a chunk of the job is still to do (a rollout's sweep has no rows)."""
-        doc = await self.chunks.find_one(
-            {**_job_range(job_id), "state": "pending"}, {"_id": 1}, session=session
-        )
+    async def _any_chunk(
+        self,
+        job_id: str,
+        states: Sequence[ChunkState],
+        *,
+        other_than: str | None = None,
+        session: AsyncClientSession | None = None,
+    ) -> bool:
+        """Whether a chunk of the job (other than `other_than`) is in one of `states`."""
+        query: Document = {**_job_range(job_id), "state": {"$in": list(states)}}
+        if other_than is not None:
+            query["_id"] = {**query["_id"], "$ne": other_than}
+        doc = await self.chunks.find_one(query, {"_id": 1}, session=session)
         return doc is not None
 
     async def uncounted(self, before: datetime) -> list[Document]:

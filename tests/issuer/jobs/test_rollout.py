@@ -250,3 +250,23 @@ async def test_a_chunk_held_up_past_the_age_bound_is_given_back_not_counted(
     assert stored["design_version"] == 1  # nothing of the held-up run was committed
     [again] = [c for c in await _claim(store, later=timedelta(seconds=3)) if c.id == chunk.id]
     assert await worker.run_chunk(again, "test/1") is True
+
+
+async def test_a_sweep_waits_for_its_own_jobs_chunks_only(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    """Another job's pending chunks (another template's rollout) do not hold a sweep back."""
+    first = await service.handle(template_command())
+    other = await service.handle(template_command())
+    assert isinstance(first, TemplateRecord)
+    assert isinstance(other, TemplateRecord)
+    await _pass(service, other.id)
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved to Hall B"}
+    for template in (first, other):
+        await service.handle(
+            UpdateTemplate(**command_base(), template_id=template.id, design=moved)
+        )
+    chunks = await _claim(store)
+    [sweep] = [c for c in chunks if c.items == [SWEEP_ITEM] and c.seq == 0]  # `first`: no pass
+
+    assert await _rollouts(repo, artifacts, store).run_chunk(sweep, "test/1") is True
