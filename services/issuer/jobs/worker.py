@@ -154,9 +154,7 @@ class JobWorker:
                     log.info("job %s: chunk %s met a concurrent update; again", job.id, chunk.id)
             return await self._prepare_and_commit(job, chunk, token, handler)
         except NotYet as wait:
-            later = self._clock.now() + timedelta(seconds=wait.seconds)
-            await self._store.retry_soon(chunk.id, token, later)
-            self._poller.wake(wait.seconds)
+            await self._give_back(chunk, token, wait.seconds)
             return False
 
     async def _prepare_and_commit(
@@ -219,16 +217,20 @@ class JobWorker:
             return True
 
     async def _retry_soon(self, job: JobRecord, chunk: Chunk, token: str) -> None:
-        """A commit held up by write conflicts: the chunk given back, claimed again (and
-        prepared afresh) in RETRY_SOON_SECONDS, the claim not counted as an attempt."""
+        """A commit held up by write conflicts: given back for RETRY_SOON_SECONDS."""
         log.warning("job %s: chunk %s still conflicts; retried soon", job.id, chunk.id)
-        later = self._clock.now() + timedelta(seconds=RETRY_SOON_SECONDS)
+        await self._give_back(chunk, token, RETRY_SOON_SECONDS)
+
+    async def _give_back(self, chunk: Chunk, token: str, seconds: float) -> None:
+        """The chunk claimed again (and prepared afresh) in `seconds`, this claim not counted
+        as an attempt."""
+        later = self._clock.now() + timedelta(seconds=seconds)
         try:
             await self._store.retry_soon(chunk.id, token, later)
         except OperationFailure as held:
             # The chunk itself is held: it waits for its lease to run out.
-            log.warning("job %s: chunk %s kept its lease: %s", job.id, chunk.id, held)
-        self._poller.wake(RETRY_SOON_SECONDS)
+            log.warning("job %s: chunk %s kept its lease: %s", chunk.job_id, chunk.id, held)
+        self._poller.wake(seconds)
 
     async def _commit_once(
         self, chunk: Chunk, token: str, result: ChunkResult
