@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from pymongo import AsyncMongoClient
 
 from bench import commands, cpu
@@ -135,6 +136,20 @@ async def pushed_events(stack: Stack, job_id: str, expected: int) -> float:
         await mongo.close()
 
 
+async def processed_job(client: httpx2.AsyncClient, job_id: str, passes: int) -> None:
+    """Returns once the job has processed `passes` passes, or ended."""
+    deadline = time.monotonic() + EVENT_TIMEOUT
+    while True:
+        response = await client.get(f"/v1/jobs/{job_id}")
+        response.raise_for_status()
+        job = response.json()
+        if job["processed"] >= passes or job["status"] not in ("queued", "running"):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} did not process its passes: {job}")
+        await asyncio.sleep(POLL_INTERVAL)
+
+
 async def drive(stack: Stack, fake: FakeApns, passes: int) -> dict[str, Any]:
     async with new_client(stack, 4) as client:
         template_id = await create_template(client)
@@ -151,9 +166,14 @@ async def drive(stack: Stack, fake: FakeApns, passes: int) -> dict[str, Any]:
         response = await client.patch(f"/v1/templates/{template_id}", json={"design": design})
         response.raise_for_status()
         job_id = response.json()["rollout_job_id"]
+        # The last pass's event is the rollout's end; the job itself succeeds only after its
+        # closing sweep (TESSERA_ISSUER_ROLLOUT_SWEEP_SECONDS after the PATCH, docs/templates.md),
+        # which finds nothing to do here: timed apart. The events are counted once every pass
+        # is processed (counting them costs the store a scan).
+        await processed_job(client, job_id, passes)
+        pushed_at = await pushed_events(stack, job_id, passes)
         job = await finished_job(client, job_id)
-        rendered = time.monotonic()
-    pushed_at = await pushed_events(stack, job_id, passes)
+        finished = time.monotonic()
     cpu_ms = cpu.per_pass_ms(cpu_before, cpu.stack_cpu(stack.proc.pid), passes)
     spent = scrape_commands(stack).minus(commands_before)
     seconds = pushed_at - began
@@ -162,9 +182,8 @@ async def drive(stack: Stack, fake: FakeApns, passes: int) -> dict[str, Any]:
         "registered_devices": registered,
         "job_status": job["status"],
         "apns_pushes": len(fake.pushes()),
-        "rendered_seconds": round(rendered - began, 2),
+        "job_seconds": round(finished - began, 2),
         "seconds": round(seconds, 2),
-        "rendered_per_second": round(passes / (rendered - began), 1),
         "passes_per_second": round(passes / seconds, 1),
         # CPU milliseconds per pass by process: what caps the rate on a 2-CPU machine.
         "cpu_ms_per_pass": cpu_ms,
@@ -199,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("by command:", dict(list(run["commands_by_name"].items())[:12]))
     ratio = round(run["passes_per_second"] / build.builds_per_second, 3)
     print(
-        f"rollout of {run['passes']} passes: re-rendered in {run['rendered_seconds']} s, all "
+        f"rollout of {run['passes']} passes: job succeeded after {run['job_seconds']} s, all "
         f"pushed and recorded in {run['seconds']} s: {run['passes_per_second']} passes/s, "
         f"{ratio} x the build rate ({build.builds_per_second:.0f}/s)"
     )
