@@ -33,9 +33,6 @@ from shared.metrics import PKPASS_BUILD
 from shared.models import Mode, PassRecord, RowError, TemplateRecord, row_error
 from shared.pass_events import pass_event
 
-# Rows whose Google link is made at once: with production credentials each is a REST call.
-ROW_CONCURRENCY = 8
-
 
 def issuable(
     template: TemplateRecord | None, template_id: str, mode: Mode, artifacts: WalletArtifacts
@@ -159,9 +156,6 @@ class PassMaker:
         """Each row checked, rendered and signed; a row's own error fails that row alone."""
         design = Design.from_stored(template.design)
         now = self._clock.now()
-        prepared = Prepared(passes=[], errors={})
-        made: dict[int, NewPass] = {}
-        gate = asyncio.Semaphore(ROW_CONCURRENCY)
         try:
             # The files every pass of the design shares, once for all rows (off the event
             # loop: the first build of a design cleans its images).
@@ -172,35 +166,55 @@ class PassMaker:
                 f"it with PATCH /v1/templates/{template.id}.",
                 code="template_image_invalid",
             )
-            prepared.errors = {key: row_error(error) for key, _ in rows}
-            return prepared
+            return Prepared(passes=[], errors={key: row_error(error) for key, _ in rows})
         await self._repo.store_assets(assets.id, assets.files, now)
+        # Rendering and signing are CPU work: done off the event loop, so that the loop goes
+        # on with the replica's other commands and chunks meanwhile (the RSA signatures
+        # release the GIL part of the time; the rest yields it every switch interval).
+        return await asyncio.to_thread(
+            self._prepare_rows,
+            template,
+            design,
+            assets,
+            rows,
+            account_id=account_id,
+            mode=mode,
+            created_via_api=created_via_api,
+            now=now,
+        )
 
-        async def one(key: int, row: PassRow) -> None:
-            async with gate:
-                try:
-                    record = new_pass(
-                        template,
-                        design,
-                        row,
-                        account_id=account_id,
-                        mode=mode,
-                        created_via_api=created_via_api,
-                        now=now,
-                    )
-                    made[key] = await self._signed(key, record, template, design, assets)
-                except ApiError as exc:
-                    if exc.status >= 500:
-                        raise  # not the row's fault: the whole batch is tried again
-                    prepared.errors[key] = row_error(exc)
-
-        async with asyncio.TaskGroup() as group:
-            for key, row in rows:
-                group.create_task(one(key, row))
-        prepared.passes = [made[key] for key, _ in rows if key in made]
+    def _prepare_rows(
+        self,
+        template: TemplateRecord,
+        design: Design,
+        assets: PassAssets,
+        rows: Sequence[tuple[int, PassRow]],
+        *,
+        account_id: str,
+        mode: Mode,
+        created_via_api: bool,
+        now: datetime,
+    ) -> Prepared:
+        prepared = Prepared(passes=[], errors={})
+        for key, row in rows:
+            try:
+                record = new_pass(
+                    template,
+                    design,
+                    row,
+                    account_id=account_id,
+                    mode=mode,
+                    created_via_api=created_via_api,
+                    now=now,
+                )
+                prepared.passes.append(self._signed(key, record, template, design, assets))
+            except ApiError as exc:
+                if exc.status >= 500:
+                    raise  # not the row's fault: the whole batch is tried again
+                prepared.errors[key] = row_error(exc)
         return prepared
 
-    async def _signed(
+    def _signed(
         self,
         key: int,
         record: PassRecord,

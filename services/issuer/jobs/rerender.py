@@ -88,6 +88,27 @@ class PassRerenderer:
         await self._repo.store_assets(assets.id, assets.files, now)
         records = await self._repo.passes_by_id(job.account_id, job.mode, pass_ids)
         stamps = await self._repo.pass_file_stamps(list(records))
+        # CPU work, off the event loop (as services/issuer/bulk.py prepares new passes).
+        outcomes, rebuilt = await asyncio.to_thread(
+            self._rebuild_all, job, template, design, assets, pass_ids, records, change, stamps
+        )
+        return ChunkResult(
+            outcomes=outcomes,
+            write=_writer(rebuilt),
+            events=_events(rebuilt),
+        )
+
+    def _rebuild_all(
+        self,
+        job: JobRecord,
+        template: TemplateRecord,
+        design: Design,
+        assets: PassAssets,
+        pass_ids: Sequence[str],
+        records: dict[str, PassRecord],
+        change: Change,
+        stamps: dict[str, Any],
+    ) -> tuple[list[JobRowOutcome], list[_Rebuilt]]:
         outcomes: list[JobRowOutcome] = []
         rebuilt: list[_Rebuilt] = []
         for pass_id in pass_ids:
@@ -105,19 +126,15 @@ class PassRerenderer:
                 if changed is None:
                     continue
                 rebuilt.append(
-                    await self._rebuild(job, template, design, assets, record, changed, stamps)
+                    self._rebuild(job, template, design, assets, record, changed, stamps)
                 )
             except ApiError as exc:
                 if exc.status >= 500:
                     raise  # not the pass's fault: the chunk is tried again
                 outcome.error = row_error(exc)
-        return ChunkResult(
-            outcomes=outcomes,
-            write=_writer(rebuilt),
-            events=_events(rebuilt),
-        )
+        return outcomes, rebuilt
 
-    async def _rebuild(
+    def _rebuild(
         self,
         job: JobRecord,
         template: TemplateRecord,
