@@ -13,6 +13,7 @@ from services.webhooks.delivery import Deliverer
 from services.webhooks.endpoint_health import EndpointHealth
 from services.webhooks.operations import DeliveryOperations
 from services.webhooks.outcomes import OutcomeWriter
+from services.webhooks.quiet_scopes import QuietScopes
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.resolver import resolver
 from services.webhooks.rotation import SecretSweeper
@@ -51,6 +52,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         max_per_account=settings.max_concurrent_per_account,
         poll_seconds=settings.scheduler_poll_seconds,
     )
+    quiet = QuietScopes(conn.broker, settings.replica)
     # Resend and recover ask for attempts in the store, then wake this replica's scheduler.
     operations = DeliveryOperations(conn.db, clock, wake=scheduler.kick)
     service = WebhookService(
@@ -61,10 +63,11 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
         max_per_account=settings.max_per_account,
         resolver=resolve,
         operations=operations,
+        quiet=quiet,
     )
     commands.register(conn.broker, service)
     delays = settings.retry_schedule_seconds
-    fan_out = handlers.register(conn.broker, repo, clock, delays, scheduler)
+    fan_out = handlers.register(conn.broker, repo, clock, delays, scheduler, quiet)
     health = EndpointHealth(repo, timedelta(seconds=settings.disable_after))
 
     @asynccontextmanager
@@ -87,7 +90,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
             outcomes,
             Throttle(repo),
         )
-        async with running(conn, *fan_out, SecretSweeper(conn.db, clock)):
+        async with running(conn, quiet, *fan_out, SecretSweeper(conn.db, clock)):
             scheduler.start(deliverer.attempt, first=deliverer)
             try:
                 yield

@@ -24,6 +24,7 @@ from services.webhooks import payload
 from services.webhooks.endpoint_health import AttemptResult
 from services.webhooks.mapping import webhook_type
 from services.webhooks.outcomes import OutcomeWriter
+from services.webhooks.quiet_scopes import QuietScopes
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState, after_attempt, first_attempt_at
 from services.webhooks.rotation import live_secrets
@@ -58,19 +59,23 @@ async def fan_out_batch(
 
 
 async def plan_deliveries(
-    repo: WebhookRepository, clock: Clock, delays: list[float], events: list[PassEventMessage]
+    repo: WebhookRepository,
+    clock: Clock,
+    delays: list[float],
+    events: list[PassEventMessage],
+    quiet: QuietScopes | None = None,
 ) -> tuple[list[DeliveryRecord], dict[str, WebhookRecord]]:
     """The deliveries these events make, not stored yet, and the webhooks they go to: one
-    query per account and mode of the batch. A webhook disabled because it kept failing gets
-    its deliveries too, made `dead` at once, so that `recover` sends them once it is enabled
-    again (docs/webhooks.md#auto-disable)."""
+    query per account and mode of the batch, none for a scope `quiet` knows has no webhook.
+    A webhook disabled because it kept failing gets its deliveries too, made `dead` at once,
+    so that `recover` sends them once it is enabled again (docs/webhooks.md#auto-disable)."""
     typed = [(event, kind) for event in events if (kind := _kind(event)) is not None]
-    scopes: dict[tuple[str, str], set[str]] = {}
-    for event, kind in typed:
-        scopes.setdefault((event.account_id, event.mode), set()).add(kind)
     hooks: dict[tuple[str, str], list[WebhookRecord]] = {}
-    for (account_id, mode), kinds in scopes.items():
-        hooks[(account_id, mode)] = await repo.subscribed_to_any(account_id, mode, kinds)
+    for account_id, mode in {(event.account_id, event.mode) for event, _ in typed}:
+        if quiet is None:
+            hooks[(account_id, mode)] = await repo.deliverable(account_id, mode)
+        else:
+            hooks[(account_id, mode)] = await quiet.webhooks(repo, account_id, mode)
     now = clock.now()
     records = [
         _delivery(event, kind, hook, now, delays)

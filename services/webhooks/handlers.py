@@ -18,6 +18,7 @@ from functools import partial
 from faststream.nats import NatsBroker
 
 from services.webhooks.delivery import plan_deliveries
+from services.webhooks.quiet_scopes import QuietScopes
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.scheduler import Scheduler
 from shared.clock import Clock
@@ -46,6 +47,7 @@ def register(
     clock: Clock,
     delays: list[float],
     scheduler: Scheduler,
+    quiet: QuietScopes | None = None,
 ) -> list[EventBatchConsumer]:
     """The consumers that fan events out (FETCHERS of them on the one durable); workers for
     the app's `running`."""
@@ -54,7 +56,7 @@ def register(
     async def fan_out(events: list[PassEventMessage]) -> None:
         accounts = {event.account_id for event in events}
         account_id_var.set(accounts.pop() if len(accounts) == 1 else None)
-        planned, webhooks = await plan_deliveries(repo, clock, delays, events)
+        planned, webhooks = await plan_deliveries(repo, clock, delays, events, quiet)
         again = events.redelivered if isinstance(events, ReceivedBatch) else frozenset()
         if planned:
             await scheduler.store_new(planned, webhooks, frozenset(events[i].id for i in again))

@@ -109,17 +109,14 @@ class WebhookRepository:
         await self.webhooks.delete_one({"_id": webhook_id})
         await self.deliveries.delete_many({"webhook_id": webhook_id})
 
-    async def subscribed_to_any(
-        self, account_id: str, mode: str, event_types: Collection[str]
-    ) -> list[WebhookRecord]:
-        """Webhooks of the account and mode that want any of `event_types` (or "*"): the
-        enabled ones, and those disabled for failing (their deliveries are recorded, unsent)."""
+    async def deliverable(self, account_id: str, mode: str) -> list[WebhookRecord]:
+        """Every webhook of the account and mode that events may be fanned out to, whatever
+        it subscribes to: the enabled ones, and those disabled for failing."""
         cursor = self.webhooks.find(
             {
                 "account_id": account_id,
                 "mode": mode,
                 "$or": [{"enabled": True}, {"disabled_reason": "failing"}],
-                "events": {"$in": [*sorted(event_types), "*"]},
             }
         )
         return [WebhookRecord.model_validate(doc) async for doc in cursor]

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from services.webhooks import rotation
 from services.webhooks.operations import DeliveryOperations
+from services.webhooks.quiet_scopes import QuietScopes
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.secretbox import SecretBox, new_secret
 from services.webhooks.targets import Resolve, UnsafeTarget, check_target, resolve
@@ -49,8 +50,12 @@ class WebhookService:
         max_per_account: int,
         resolver: Resolve = resolve,
         operations: DeliveryOperations | None = None,
+        quiet: QuietScopes | None = None,
     ):
         self._repo = repo
+        # Scopes known to have no webhook (services/webhooks/quiet_scopes.py): forgotten on
+        # every replica before a create or an update answers.
+        self._quiet = quiet
         # Resend and recover; without one given (tests of subscriptions alone), one that
         # leaves the manual attempts to the scheduler's next poll.
         self._operations = operations or DeliveryOperations(
@@ -63,6 +68,13 @@ class WebhookService:
         self._resolver = resolver
 
     async def handle(self, command: WebhooksCommand) -> BaseModel:
+        result = await self._handle(command)
+        if self._quiet is not None and isinstance(command, CreateWebhook | UpdateWebhook):
+            # Also on a replay: the first run may have stopped between its write and this.
+            await self._quiet.changed(command.account_id, command.mode)
+        return result
+
+    async def _handle(self, command: WebhooksCommand) -> BaseModel:
         stored = await self._repo.processed_result(command.command_id)
         if stored is not None:
             return await self._replayed(command, stored)
