@@ -29,7 +29,7 @@ from shared.models import JobRecord, RowError, TemplateRecord, row_error
 from shared.nats import COMMAND_HEADROOM_BYTES, max_payload
 
 # Rows in one chunk of work (what one issuer replica does in one transaction).
-CHUNK_ROWS = 100
+CHUNK_ROWS = 200
 # Rows a command carries at most, in bytes of JSON: within NATS's 1 MiB with room to spare.
 COMMAND_BYTES = 512 * 1024
 # What JSON adds around a chunk's rows in a command.

@@ -21,6 +21,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.synchronous.database import Database
 
+from services.api.job_uploads import CHUNK_ROWS
 from tessera.processes import SERVICES
 from tests.support.api import TEMPLATE_BODY, create_template, ok
 from tests.support.faults import Server, kill_and_restart, log_problems, replicas_ready
@@ -192,7 +193,7 @@ def _import_under_faults(stack: Stack, faults: list[Fault], count: int = ROWS) -
     assert outbox_left == 0 or poll(
         lambda: _store_outbox(stack) == 0, timeout=30, message="an empty outbox"
     )
-    assert chunks == {"done": -(-count // 100)}  # 100 rows a chunk
+    assert chunks == {"done": -(-count // CHUNK_ROWS)}
 
 
 def _store_outbox(stack: Stack) -> int:
