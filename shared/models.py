@@ -99,6 +99,10 @@ class PassRecord(_Record):
     version: int = 1
     # The template's design_version its current file was built from.
     design_version: int = 1
+    # The Last-Modified of its current file (`pass_files`), kept here so that the next version's
+    # (a whole second later at least) needs no read of the file. None on passes stored before
+    # 2026-11-27: the file's own is read then (IssuerRepository.file_stamp).
+    file_modified_at: datetime | None = None
     updated_at: datetime
     # Redemption (docs/redemption.md): accepted scans so far, the template's limit (kept
     # current by template updates; None: unlimited), the barcode message as rendered (what a

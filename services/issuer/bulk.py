@@ -235,5 +235,6 @@ class PassMaker:
             pass_type_identifier=self._artifacts.identities.apple.pass_type_identifier,
             last_modified=last_modified_after(record.updated_at, None),
         )
+        record.file_modified_at = file.last_modified
         event = pass_event(record, "created", {}, record.updated_at)
         return NewPass(key, record, file, event)

@@ -275,10 +275,22 @@ class IssuerRepository:
         )
         return {str(doc["_id"]): PassRecord.model_validate(doc) async for doc in cursor}
 
-    async def pass_file_stamps(self, pass_ids: Sequence[str]) -> dict[str, datetime | None]:
-        """`pass_file_stamp` of many passes in one query."""
-        cursor = self.pass_files.find({"_id": {"$in": list(pass_ids)}}, {"last_modified": 1})
-        return {str(doc["_id"]): doc.get("last_modified") async for doc in cursor}
+    async def file_stamp(self, record: PassRecord) -> datetime | None:
+        """The Last-Modified of the pass's current file: kept on the pass, else read."""
+        if record.file_modified_at is not None:
+            return record.file_modified_at
+        return await self.pass_file_stamp(record.id)
+
+    async def file_stamps(self, records: Sequence[PassRecord]) -> dict[str, datetime | None]:
+        """`file_stamp` of many passes, in one query for those that do not keep theirs."""
+        stamps: dict[str, datetime | None] = {
+            record.id: record.file_modified_at for record in records
+        }
+        unknown = [pass_id for pass_id, stamp in stamps.items() if stamp is None]
+        if unknown:
+            cursor = self.pass_files.find({"_id": {"$in": unknown}}, {"last_modified": 1})
+            stamps |= {str(doc["_id"]): doc.get("last_modified") async for doc in cursor}
+        return stamps
 
 
 class UnitOfWork:

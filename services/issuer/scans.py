@@ -192,7 +192,7 @@ class Redemptions:
         # With real Google credentials this upserts the object, now COMPLETED.
         self._artifacts.attach_google(used)
         await self._repo.store_assets(signed.assets.id, signed.assets.files, used.updated_at)
-        previous = await self._repo.pass_file_stamp(used.id)
+        previous = await self._repo.file_stamp(used)
         pkpass = PassFile(
             version=used.version,
             pass_json=signed.pass_json,
@@ -202,4 +202,5 @@ class Redemptions:
             pass_type_identifier=self._artifacts.identities.apple.pass_type_identifier,
             last_modified=last_modified_after(used.updated_at, previous),
         )
+        used.file_modified_at = pkpass.last_modified
         return used, pkpass

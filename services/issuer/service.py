@@ -607,6 +607,7 @@ class IssuerService:
             pass_type_identifier=identity.pass_type_identifier,
             last_modified=await self._last_modified(record, insert=insert),
         )
+        record.file_modified_at = pkpass.last_modified
         event = pass_event(record, event_type, event_metadata, record.updated_at)
         record.barcode_message = barcode_message(design, record)
         record.redemption_limit = template.policy().max_redemptions
@@ -624,5 +625,5 @@ class IssuerService:
 
     async def _last_modified(self, record: PassRecord, *, insert: bool) -> datetime:
         # Read in the prepare phase: a command retried after a conflict reads it afresh.
-        previous = None if insert else await self._repo.pass_file_stamp(record.id)
+        previous = None if insert else await self._repo.file_stamp(record)
         return last_modified_after(record.updated_at, previous)

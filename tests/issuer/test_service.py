@@ -10,7 +10,7 @@ import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -45,7 +45,7 @@ from shared.messages import (
     VoidPass,
 )
 from shared.models import Mode, PassRecord, TemplateRecord
-from shared.mongo import MongoClient, create_client
+from shared.mongo import MongoClient, count_commands, create_client
 from tests.support.api import TEMPLATE_BODY
 from tests.support.issuer import archive_command
 from tests.support.outbox import outbox_messages
@@ -215,6 +215,38 @@ async def test_an_update_merges_into_what_is_stored_and_goes_out_as_a_live_updat
     assert queued == [("events", "created"), ("live", "updated")]
     live = (await _outbox(repo))[1][1]
     assert live.metadata == {"stage": "pushed", "field_values": ["gate"], "metadata": ["a", "b"]}
+
+
+async def test_a_new_version_is_stamped_after_the_last_without_reading_its_file(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """The pass keeps its file's Last-Modified, so the next version's (a second later at least,
+    docs/wallet-callbacks.md) is made from the pass read anyway; a pass stored before it kept
+    one has its file's read."""
+    template = await _template(service)
+    created = await _run(service, CreatePass(**_base(), template_id=template.id))
+    first = await _pass_file(repo, created.id)
+    assert created.file_modified_at == first["last_modified"]
+    reads: list[str] = []
+    count_commands(lambda command, _: reads.append(command))
+    try:
+        updated = await _run(
+            service, UpdatePass(**_base(), pass_id=created.id, field_values={"gate": "3"})
+        )
+    finally:
+        count_commands(None)
+    second = await _pass_file(repo, created.id)
+    assert second["last_modified"] > first["last_modified"]
+    assert updated.file_modified_at == second["last_modified"]
+    # The pass and its template (no template cache here); not its file.
+    assert reads == ["find", "find", "bulkWrite", "commitTransaction"]
+
+    # Stored before the stamp was kept: the file's is read, and the next is still later.
+    far = second["last_modified"] + timedelta(hours=1)
+    await repo.pass_files.update_one({"_id": created.id}, {"$set": {"last_modified": far}})
+    await repo.passes.update_one({"_id": created.id}, {"$unset": {"file_modified_at": ""}})
+    await _run(service, UpdatePass(**_base(), pass_id=created.id, field_values={"gate": "4"}))
+    assert (await _pass_file(repo, created.id))["last_modified"] == far + timedelta(seconds=1)
 
 
 async def test_void_marks_the_pass_once_and_a_second_void_records_nothing(

@@ -87,7 +87,7 @@ class PassRerenderer:
         now = self._clock.now()
         await self._repo.store_assets(assets.id, assets.files, now)
         records = await self._repo.passes_by_id(job.account_id, job.mode, pass_ids)
-        stamps = await self._repo.pass_file_stamps(list(records))
+        stamps = await self._repo.file_stamps(list(records.values()))
         # CPU work, off the event loop (as services/issuer/bulk.py prepares new passes).
         outcomes, rebuilt = await asyncio.to_thread(
             self._rebuild_all, job, template, design, assets, pass_ids, records, change, stamps
@@ -168,6 +168,7 @@ class PassRerenderer:
             pass_type_identifier=self._artifacts.identities.apple.pass_type_identifier,
             last_modified=last_modified_after(now, stamps.get(record.id)),
         )
+        updated.file_modified_at = file.last_modified
         metadata = {"stage": "pushed", **changed.event_metadata, "job_id": job.id}
         event = LiveUpdate(event=pass_event(updated, "updated", metadata, now))
         return _Rebuilt(updated, record.version, file, event)
