@@ -210,7 +210,11 @@ def _up(
         }
         if cluster:
             ready["nats_nodes"] = [node.describe() for node in cluster]
-        ready_file.write_text(json.dumps(ready, indent=2) + "\n")
+        # Written whole, then renamed into place: a reader polling for the file never sees it
+        # half-written (a test once read it empty).
+        written = ready_file.with_suffix(".json.tmp")
+        written.write_text(json.dumps(ready, indent=2) + "\n")
+        written.replace(ready_file)
         _banner(
             ready,
             account,
