@@ -55,7 +55,7 @@ class Change(Protocol):
 @dataclass(frozen=True)
 class _Rebuilt:
     record: PassRecord
-    expected_version: int
+    before: PassRecord  # as read
     file: PassFile
     event: LiveUpdate
 
@@ -171,7 +171,7 @@ class PassRerenderer:
         updated.file_modified_at = file.last_modified
         metadata = {"stage": "pushed", **changed.event_metadata, "job_id": job.id}
         event = LiveUpdate(event=pass_event(updated, "updated", metadata, now))
-        return _Rebuilt(updated, record.version, file, event)
+        return _Rebuilt(updated, record, file, event)
 
 
 def _events(rebuilt: Sequence[_Rebuilt]) -> list[OutboxMessage]:
@@ -181,7 +181,7 @@ def _events(rebuilt: Sequence[_Rebuilt]) -> list[OutboxMessage]:
 def _writer(rebuilt: Sequence[_Rebuilt]) -> Callable[[UnitOfWork], Awaitable[None]]:
     async def write(uow: UnitOfWork) -> None:
         # The passes first: one changed since it was read aborts the chunk's transaction.
-        await uow.replace_passes([(one.record, one.expected_version) for one in rebuilt])
+        await uow.replace_passes([(one.before, one.record) for one in rebuilt])
         await uow.store_pass_files(
             [(one.record.id, one.file, one.record.updated_at) for one in rebuilt]
         )
