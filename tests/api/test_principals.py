@@ -21,6 +21,7 @@ from shared.clock import SystemClock
 from shared.errors import AuthenticationError, InternalError
 from shared.mongo import Origin, count_commands, create_client
 from shared.nats import create_broker
+from tests.support.caches import started_caches
 
 DEADLINE_SECONDS = 10.0
 
@@ -65,17 +66,9 @@ async def replicas(nats_url: str) -> AsyncIterator[Replicas]:
     async with AsyncExitStack() as stack:
 
         async def make(count: int) -> list[PrincipalCache]:
-            caches = []
-            for index in range(count):
-                broker = create_broker(nats_url)
-                await broker.connect()
-                stack.push_async_callback(_close, broker)
-                cache = PrincipalCache(broker, f"api-{index}")
-                cache.start()
-                stack.push_async_callback(cache.stop)
-                caches.append(cache)
-            await until(lambda: all(cache.usable() for cache in caches), "the leases")
-            return caches
+            return await started_caches(
+                stack, nats_url, count, lambda broker, n: PrincipalCache(broker, f"api-{n}")
+            )
 
         yield make
 

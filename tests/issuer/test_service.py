@@ -45,8 +45,9 @@ from shared.messages import (
     VoidPass,
 )
 from shared.models import Mode, PassRecord, TemplateRecord
-from shared.mongo import MongoClient, count_commands, create_client
+from shared.mongo import MongoClient, create_client
 from tests.support.api import TEMPLATE_BODY
+from tests.support.database import commands_sent
 from tests.support.issuer import archive_command
 from tests.support.outbox import outbox_messages
 
@@ -227,14 +228,10 @@ async def test_a_new_version_is_stamped_after_the_last_without_reading_its_file(
     created = await _run(service, CreatePass(**_base(), template_id=template.id))
     first = await _pass_file(repo, created.id)
     assert created.file_modified_at == first["last_modified"]
-    reads: list[str] = []
-    count_commands(lambda command, _: reads.append(command))
-    try:
+    with commands_sent() as reads:
         updated = await _run(
             service, UpdatePass(**_base(), pass_id=created.id, field_values={"gate": "3"})
         )
-    finally:
-        count_commands(None)
     second = await _pass_file(repo, created.id)
     assert second["last_modified"] > first["last_modified"]
     assert updated.file_modified_at == second["last_modified"]

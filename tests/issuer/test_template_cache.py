@@ -4,8 +4,6 @@ are issued from memory; once one replica's PATCH answers, the other issues from 
 template (an archive refuses at once, a new design is used at once), also on a replay of that
 PATCH."""
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 
@@ -15,26 +13,17 @@ from services.issuer.artifacts import WalletArtifacts
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from services.issuer.template_cache import TemplateCache
-from shared import coherent_cache
 from shared.clock import SystemClock
 from shared.errors import InvalidRequest
 from shared.messages import CreatePass, UpdateTemplate
 from shared.models import PassRecord, TemplateRecord
-from shared.mongo import Origin, count_commands
-from shared.nats import create_broker
 from tests.support.api import TEMPLATE_BODY
+from tests.support.caches import started_caches
+from tests.support.database import commands_sent
 from tests.support.issuer import command_base, template_command
 
 DEADLINE_SECONDS = 10.0
 Replicas = Callable[[int], Awaitable[list[IssuerService]]]
-
-
-@pytest.fixture(autouse=True)
-def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The protocol's timings scaled down (as in tests/api/test_principals.py)."""
-    monkeypatch.setattr(coherent_cache, "HEARTBEAT_SECONDS", 0.2)
-    monkeypatch.setattr(coherent_cache, "LEASE_SECONDS", 1.0)
-    monkeypatch.setattr(coherent_cache, "ORDER_MARGIN_SECONDS", 0.2)
 
 
 @pytest.fixture
@@ -45,19 +34,9 @@ async def replicas(
     async with AsyncExitStack() as stack:
 
         async def make(count: int) -> list[IssuerService]:
-            caches = []
-            for index in range(count):
-                broker = create_broker(nats_url)
-                await broker.connect()
-                stack.push_async_callback(broker.stop)
-                cache = TemplateCache(broker, f"issuer-{index}")
-                cache.start()
-                stack.push_async_callback(cache.stop)
-                caches.append(cache)
-            deadline = time.monotonic() + DEADLINE_SECONDS
-            while not all(cache.usable() for cache in caches):
-                assert time.monotonic() < deadline, "the leases"
-                await asyncio.sleep(0.02)
+            caches = await started_caches(
+                stack, nats_url, count, lambda broker, n: TemplateCache(broker, f"issuer-{n}")
+            )
             return [
                 IssuerService(repo, artifacts, SystemClock(), lambda: None, templates=cache)
                 for cache in caches
@@ -79,17 +58,9 @@ async def test_a_template_is_read_once_then_passes_are_issued_from_memory(
     template = await service.handle(template_command())
     assert isinstance(template, TemplateRecord)
     await _issue(service, template.id)
-    reads: list[str] = []
-
-    def count(command: str, origin: Origin) -> None:
-        reads.append(command)
-
-    count_commands(count)
-    try:
+    with commands_sent() as reads:
         for _ in range(3):
             await _issue(service, template.id)
-    finally:
-        count_commands(None)
 
     assert "find" not in reads  # every command: its writes and its commit only
     assert await repo.passes.count_documents({}) == 4

@@ -7,6 +7,7 @@ from typing import Any
 from pymongo import MongoClient
 from pymongo.synchronous.database import Database
 
+from shared.mongo import count_commands
 from tests.support.stack import Stack
 
 
@@ -24,3 +25,15 @@ def stack_db(stack: Stack) -> Iterator[Database[dict[str, Any]]]:
     mongo: MongoClient[dict[str, Any]]
     with MongoClient(stack.mongo_url) as mongo:
         yield mongo[stack.database]
+
+
+@contextmanager
+def commands_sent() -> Iterator[list[str]]:
+    """The names of the MongoDB commands this process sends inside the block, in order
+    (shared.mongo.count_commands)."""
+    sent: list[str] = []
+    count_commands(lambda command, _: sent.append(command))
+    try:
+        yield sent
+    finally:
+        count_commands(None)

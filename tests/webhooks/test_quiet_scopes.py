@@ -3,9 +3,7 @@ with two webhooks services standing for two replicas: the events of an account w
 cost no store read after the first batch; once one replica's create or PATCH answers, the other
 fans the next event out to that webhook."""
 
-import asyncio
 import ipaddress
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -19,12 +17,11 @@ from services.webhooks.repository import WebhookRepository
 from services.webhooks.secretbox import SecretBox
 from services.webhooks.service import WebhookService
 from services.webhooks.targets import IPAddress
-from shared import coherent_cache
 from shared.clock import SystemClock
 from shared.ids import new_id
 from shared.messages import CreateWebhook, UpdateWebhook
-from shared.mongo import Origin, count_commands
-from shared.nats import create_broker
+from tests.support.caches import started_caches
+from tests.support.database import commands_sent
 from tests.webhooks.records import event
 
 DEADLINE_SECONDS = 10.0
@@ -32,14 +29,6 @@ DELAYS = [0.0, 30.0]
 BOX = SecretBox(Fernet.generate_key().decode())
 Replica = tuple[WebhookService, QuietScopes]
 Replicas = Callable[[int], Awaitable[list[Replica]]]
-
-
-@pytest.fixture(autouse=True)
-def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The protocol's timings scaled down (as in tests/api/test_principals.py)."""
-    monkeypatch.setattr(coherent_cache, "HEARTBEAT_SECONDS", 0.2)
-    monkeypatch.setattr(coherent_cache, "LEASE_SECONDS", 1.0)
-    monkeypatch.setattr(coherent_cache, "ORDER_MARGIN_SECONDS", 0.2)
 
 
 async def _public_dns(host: str, port: int) -> list[IPAddress]:
@@ -53,31 +42,24 @@ async def replicas(nats_url: str, repo: WebhookRepository) -> AsyncIterator[Repl
     async with AsyncExitStack() as stack:
 
         async def make(count: int) -> list[Replica]:
-            made = []
-            for index in range(count):
-                broker = create_broker(nats_url)
-                await broker.connect()
-                stack.push_async_callback(broker.stop)
-                quiet = QuietScopes(broker, f"webhooks-{index}")
-                quiet.start()
-                stack.push_async_callback(quiet.stop)
-                service = WebhookService(
-                    repo,
-                    BOX,
-                    SystemClock(),
-                    allow_private=False,
-                    max_per_account=50,
-                    resolver=_public_dns,
-                    quiet=quiet,
-                )
-                made.append((service, quiet))
-            deadline = time.monotonic() + DEADLINE_SECONDS
-            while not all(quiet.usable() for _, quiet in made):
-                assert time.monotonic() < deadline, "the leases"
-                await asyncio.sleep(0.02)
-            return made
+            caches = await started_caches(
+                stack, nats_url, count, lambda broker, n: QuietScopes(broker, f"webhooks-{n}")
+            )
+            return [(_service(repo, quiet), quiet) for quiet in caches]
 
         yield make
+
+
+def _service(repo: WebhookRepository, quiet: QuietScopes) -> WebhookService:
+    return WebhookService(
+        repo,
+        BOX,
+        SystemClock(),
+        allow_private=False,
+        max_per_account=50,
+        resolver=_public_dns,
+        quiet=quiet,
+    )
 
 
 async def _planned(repo: WebhookRepository, quiet: QuietScopes) -> list[str]:
@@ -104,18 +86,10 @@ async def test_a_scope_without_webhooks_is_read_once(
 ) -> None:
     [(_, quiet)] = await replicas(1)
     assert await _planned(repo, quiet) == []
-    reads: list[str] = []
-
-    def count(command: str, origin: Origin) -> None:
-        reads.append(command)
-
-    count_commands(count)
-    try:
+    with commands_sent() as sent:
         for _ in range(3):
             assert await _planned(repo, quiet) == []
-    finally:
-        count_commands(None)
-    assert reads == []
+    assert sent == []
 
 
 async def test_once_a_create_answers_every_replica_fans_out_to_the_new_webhook(
