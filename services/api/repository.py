@@ -17,6 +17,7 @@ from shared.mongo import Database, Document, unjournaled
 from shared.outbox import Outbox
 from shared.pagination import Page, PageRequest, fetch_page
 from shared.redaction import erase_pass_data
+from shared.write_batches import WriteBatches
 
 
 class ApiRepository:
@@ -25,6 +26,9 @@ class ApiRepository:
         self._keys = db["api_keys"]
         # Counters and idempotency records need no journal flush of their own (shared/mongo.py).
         self._idempotency = unjournaled(db["idempotency_keys"])
+        # Every request with a key claims its record, then finishes or releases it: the
+        # concurrent requests' claims go together, as do their finishes (shared/write_batches.py).
+        self._idempotency_writes = WriteBatches(self._idempotency)
         self._rate_windows = unjournaled(db["rate_limit_windows"])
         self._usage = unjournaled(db["usage_counters"])
         self.outbox = Outbox(db, owner="api", name="api_outbox")
@@ -90,11 +94,9 @@ class ApiRepository:
 
     async def claim_idempotency(self, doc: Document) -> Document | None:
         """Insert a new idempotency record; returns the existing one when the key is taken."""
-        try:
-            await self._idempotency.insert_one(doc)
-        except DuplicateKeyError:
-            return await self._idempotency.find_one({"_id": doc["_id"]})
-        return None
+        if await self._idempotency_writes.insert(doc):
+            return None
+        return await self._idempotency.find_one({"_id": doc["_id"]})
 
     async def take_over_idempotency(
         self, record_id: str, stale_lock: datetime, locked_until: datetime
@@ -107,7 +109,7 @@ class ApiRepository:
         return result.modified_count == 1
 
     async def finish_idempotency(self, record_id: str, status: int, body: Any) -> None:
-        await self._idempotency.update_one(
+        await self._idempotency_writes.update(
             {"_id": record_id},
             {"$set": {"state": "done", "response_status": status, "response_body": body}},
         )
@@ -119,7 +121,7 @@ class ApiRepository:
         )
 
     async def release_idempotency(self, record_id: str, at: datetime) -> None:
-        await self._idempotency.update_one(
+        await self._idempotency_writes.update(
             {"_id": record_id, "state": "processing"}, {"$set": {"locked_until": at}}
         )
 
