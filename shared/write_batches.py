@@ -48,11 +48,18 @@ class WriteBatches:
         await self._write(UpdateOne(filter, update))
 
     async def _write(self, operation: InsertOne[Document] | UpdateOne) -> bool:
-        write = _Write(operation, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        write = _Write(operation, loop.create_future())
         # Its outcome is taken even when its caller gave up waiting (no "never retrieved").
         write.done.add_done_callback(lambda done: done.cancelled() or done.exception())
+        sender = self._sender
+        if sender is not None and sender.get_loop() is not loop:
+            # Used from another event loop than before (tests make one per client): what
+            # waits from the old one is left to it.
+            self._waiting = [w for w in self._waiting if w.done.get_loop() is loop]
+            sender = None
         self._waiting.append(write)
-        if self._sender is None or self._sender.done():
+        if sender is None or sender.done():
             self._sender = asyncio.create_task(self._send_all())
         # Shielded: a caller that gives up (a client gone) does not cancel the others' batch.
         return await asyncio.shield(write.done)
