@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx2
 
-from tessera.processes import free_port_block
+from tessera.processes import free_port_block, log_tail
 
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +26,6 @@ START_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
 REQUEST_TIMEOUT = 60.0
 POLL_INTERVAL = 0.05
-LOG_TAIL_CHARS = 3000
 # `tessera up` runs the services with the default database name.
 DATABASE = "tessera"
 
@@ -86,13 +85,6 @@ def start_stack(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[b
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-
-
-def log_tail(log_path: Path) -> str:
-    try:
-        return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
-    except OSError:
-        return "(no log)"
 
 
 def wait_for_ready(proc: subprocess.Popen[bytes], data_dir: Path, log_path: Path) -> Stack:

@@ -230,16 +230,17 @@ def wait_ready(url: str, deadline: float, child: Child | None = None) -> None:
             except httpx2.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} did not become ready{_log_tail(child)}")
+                said = "" if child is None else f"; the end of its log:\n{log_tail(child.log_path)}"
+                raise TimeoutError(f"{url} did not become ready{said}")
             time.sleep(0.1)
 
 
-def _log_tail(child: Child | None, lines: int = 10) -> str:
-    """The last lines of a child's log, to say where its start stopped."""
-    if child is None or not child.log_path.exists():
-        return ""
-    tail = child.log_path.read_text(errors="replace").splitlines()[-lines:]
-    return f"; the end of {child.log_path}:\n" + "\n".join(tail)
+def log_tail(log_path: Path, lines: int = 20) -> str:
+    """The last lines of a process's log, to say where it stopped."""
+    try:
+        return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 def base_env() -> dict[str, str]:

@@ -54,9 +54,8 @@ def pass_changes_since(before: PassRecord, after: PassRecord) -> dict[str, Any]:
     the store does a third less work for a rollout's few fields than for all of them
     (docs/performance.md)."""
     stored = before.to_document()
-    document = after.to_document()
-    kept = ("_id", *REDEMPTION_COUNTERS)
-    return {"$set": {k: v for k, v in document.items() if k not in kept and stored.get(k) != v}}
+    fields = pass_changes(after)["$set"]
+    return {"$set": {k: v for k, v in fields.items() if stored.get(k) != v}}
 
 
 def is_duplicate(exc: Exception) -> bool:

@@ -4,7 +4,6 @@ made, committed or aborted with the transaction; an update that had to match and
 duplicate key and a write conflict each fail the flush as a separate write would have; and the
 same writes one command each for a server older than MongoDB 8.0."""
 
-import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
@@ -12,8 +11,9 @@ from pymongo.errors import OperationFailure, PyMongoError
 
 from services.issuer.repository import is_duplicate
 from shared import pending_writes
-from shared.mongo import Database, MongoClient, count_commands, create_client, is_write_conflict
+from shared.mongo import Database, MongoClient, count_commands, is_write_conflict
 from shared.pending_writes import CLIENT_BULK_WRITE_MAX, PendingWrites, supports_client_bulk_write
+from tests.support.database import scratch_database
 
 
 class Mismatch(Exception):
@@ -21,24 +21,9 @@ class Mismatch(Exception):
 
 
 @pytest.fixture
-async def client(mongo_url: str) -> AsyncIterator[MongoClient]:
-    mongo = create_client(mongo_url)
-    try:
-        yield mongo
-    finally:
-        await mongo.close()
-
-
-@pytest.fixture
 async def db(client: MongoClient) -> AsyncIterator[Database]:
-    database = client[f"t_{secrets.token_hex(6)}"]
-    # Collections exist before the transactions (as the services' indexes make them).
-    for name in ("passes", "files", "outbox"):
-        await database.create_collection(name)
-    try:
+    async with scratch_database(client, ("passes", "files", "outbox")) as database:
         yield database
-    finally:
-        await client.drop_database(database.name)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ False to its own insert alone; a write the store refuses raises for that write a
 that cannot be sent at all raises for each of its writes."""
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,28 +11,15 @@ from pymongo.errors import OperationFailure, PyMongoError
 
 from shared.mongo import Database, MongoClient, create_client
 from shared.write_batches import WriteBatches
-from tests.support.database import commands_sent
+from tests.support.database import commands_sent, scratch_database
 
 WRITERS = 40
 
 
 @pytest.fixture
-async def client(mongo_url: str) -> AsyncIterator[MongoClient]:
-    mongo = create_client(mongo_url)
-    try:
-        yield mongo
-    finally:
-        await mongo.close()
-
-
-@pytest.fixture
 async def db(client: MongoClient) -> AsyncIterator[Database]:
-    database = client[f"t_{secrets.token_hex(6)}"]
-    await database.create_collection("records")
-    try:
+    async with scratch_database(client, ("records",)) as database:
         yield database
-    finally:
-        await client.drop_database(database.name)
 
 
 async def test_concurrent_writes_go_together_and_each_gets_its_own_answer(db: Database) -> None:

@@ -1,13 +1,15 @@
 """Reading a stack's MongoDB directly, to check what is (and is not) stored."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import secrets
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from pymongo import MongoClient
+from pymongo import AsyncMongoClient, MongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.synchronous.database import Database
 
-from shared.mongo import count_commands
+from shared.mongo import Document, count_commands
 from tests.support.stack import Stack
 
 
@@ -37,3 +39,18 @@ def commands_sent() -> Iterator[list[str]]:
         yield sent
     finally:
         count_commands(None)
+
+
+@asynccontextmanager
+async def scratch_database(
+    client: AsyncMongoClient[Document], collections: Iterable[str] = ()
+) -> AsyncIterator[AsyncDatabase[Document]]:
+    """A database of its own for one test, with `collections` made first (as the services'
+    indexes make theirs), dropped afterwards."""
+    database = client[f"t_{secrets.token_hex(6)}"]
+    for name in collections:
+        await database.create_collection(name)
+    try:
+        yield database
+    finally:
+        await client.drop_database(database.name)
