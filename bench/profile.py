@@ -33,7 +33,7 @@ from bench.stack import REPO_ROOT, Stack, new_client, running_stack
 PROFILED: dict[str, tuple[str, tuple[str, ...]]] = {
     "api": ("services.api", ("services/", "shared/")),
     "issuer": ("services.issuer", ("services/", "shared/")),
-    "store": ("secantusd-py", ("secantus/",)),
+    "store": ("secantusd", ("secantus/",)),
 }
 TOP = 25
 SETTLE_SECONDS = 1.0

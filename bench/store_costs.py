@@ -1,15 +1,17 @@
 """What a document costs the store: CPU per document written, by operation and index count.
 
-Run with `python -m bench.store_costs [--documents 2000]`. It starts the embedded store as
-`tessera up` starts it (secantusd-py with `--sync-on-commit`, tessera/processes.py) on a fresh
+Run with `python -m bench.store_costs [--documents 2000] [--shipped]`. It starts the embedded
+store as `tessera up` starts it (secantusd-py with `--sync-on-commit`, tessera/processes.py;
+with `--shipped`, without tessera/secantusd.py's fix of its retryable-write records) on a fresh
 data directory, then times, by the store process's own CPU (from /proc), writes of
 `--documents` documents: single and batched inserts, inserts into collections of pass-like
 documents with 1, 5 and 10 indexes (the `passes` collection has 10), updates and replaces by
 `_id` alone and by `_id` and `version` (the optimistic check), reads by `_id` `$in`, batched
-deletes, and committed transactions. These are the numbers docs/performance.md reasons with:
-on the development store a command costs a fixed part before its first document, every index
-costs each document written, and a filter other than `_id` alone costs a query plan per
-statement. Linux only (CPU from /proc). Numbers go to bench/results/store_costs.json.
+deletes, committed transactions, and retryable writes before and past the 10,000 whose replies
+the store keeps. These are the numbers docs/performance.md reasons with: on the development
+store a command costs a fixed part before its first document, every index costs each document
+written, and a filter other than `_id` alone costs a query plan per statement. Linux only (CPU
+from /proc). Numbers go to bench/results/store_costs.json.
 """
 
 import argparse
@@ -19,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +29,12 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReplaceOne, UpdateO
 from pymongo.asynchronous.collection import AsyncCollection
 
 from bench.pkpass import format_table, machine_facts, write_results
-from tessera.processes import free_port, mongo_argv
+from tessera.processes import free_port, mongo_argv, shipped_store_command
 
 BATCH = 100
 SETTLE_SECONDS = 0.2
 START_SECONDS = 30.0
+RETRYABLE_RECORDS_KEPT = 10_000  # SecantusDB's cap on kept replies of retryable writes
 SCOPE = [("account_id", ASCENDING), ("mode", ASCENDING)]
 # The indexes of `passes` (services/issuer/repository.py and the stores beside it), in order.
 PASS_INDEXES: list[tuple[Any, dict[str, Any]]] = [
@@ -179,6 +183,29 @@ async def measure_pass_documents(
     await meter.measure(f"find of the versions by _id $in {BATCH}", versions_read)
 
 
+async def measure_retryable_writes(
+    client: AsyncMongoClient[Document], meter: Meter, n: int
+) -> None:
+    """A write outside a transaction (a retryable write: PyMongo sends it with a `txnNumber`,
+    and the store keeps its reply for 30 minutes, at most 10,000 of them), when few were taken
+    before it and when more than 10,000 were (tessera/secantusd.py)."""
+    collection = client.bench.retryable
+    taken = 0
+
+    async def written(count: int) -> None:
+        nonlocal taken
+        for i in range(count):
+            await collection.update_one({"_id": i % BATCH}, {"$inc": {"n": 1}}, upsert=True)
+        taken += count
+
+    await meter.measure("update_one by _id (a retryable write)", partial(written, n))
+    await written(max(0, RETRYABLE_RECORDS_KEPT - taken))
+    await meter.measure(
+        f"update_one by _id (retryable), past {RETRYABLE_RECORDS_KEPT:,} in 30 min",
+        partial(written, n),
+    )
+
+
 async def drive(port: int, pid: int, documents: int) -> list[tuple[str, float]]:
     client: AsyncMongoClient[Document] = AsyncMongoClient(
         f"mongodb://127.0.0.1:{port}/?directConnection=true"
@@ -197,6 +224,7 @@ async def drive(port: int, pid: int, documents: int) -> list[tuple[str, float]]:
         await measure_small_documents(client, meter, documents)
         for indexes in (1, 5, 10):
             await measure_pass_documents(client, meter, documents, indexes)
+        await measure_retryable_writes(client, meter, documents)
         return meter.rows
     finally:
         await client.close()
@@ -205,6 +233,11 @@ async def drive(port: int, pid: int, documents: int) -> list[tuple[str, float]]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.store_costs", description=__doc__)
     parser.add_argument("--documents", type=int, default=2000, help="documents per step")
+    parser.add_argument(
+        "--shipped",
+        action="store_true",
+        help="run secantusd-py as SecantusDB ships it, not as tessera up runs it",
+    )
     return parser.parse_args(argv)
 
 
@@ -212,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-store-") as data:
         port = free_port()
-        store = subprocess.Popen(mongo_argv("127.0.0.1", port, Path(data)))
+        command = shipped_store_command() if args.shipped else None
+        store = subprocess.Popen(mongo_argv("127.0.0.1", port, Path(data), command))
         try:
             rows = asyncio.run(drive(port, store.pid, args.documents))
         finally:
@@ -223,7 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     path = write_results(
         "store_costs",
-        {"machine": machine_facts(), "documents": args.documents, "ms_per_document": dict(rows)},
+        {
+            "machine": machine_facts(),
+            "documents": args.documents,
+            "store": "as shipped" if args.shipped else "as tessera up runs it",
+            "ms_per_document": dict(rows),
+        },
     )
     print(f"written to {path}")
     return 0

@@ -125,9 +125,19 @@ def nats_argv(host: str, port: int, store_dir: Path) -> list[str]:
     return [executable("nats-server"), "-js", "-sd", str(store_dir), "-a", host, "-p", str(port)]
 
 
-def mongo_argv(host: str, port: int, data_dir: Path) -> list[str]:
+def store_command() -> list[str]:
+    """secantusd-py with its retryable-write records kept in order (tessera/secantusd.py)."""
+    return [sys.executable, "-m", "tessera.secantusd"]
+
+
+def shipped_store_command() -> list[str]:
+    """secantusd-py as SecantusDB ships it (bench.store_costs compares the two)."""
+    return [executable("secantusd-py")]
+
+
+def mongo_argv(host: str, port: int, data_dir: Path, command: list[str] | None = None) -> list[str]:
     return [
-        executable("secantusd-py"),
+        *(command or store_command()),
         "--host",
         host,
         "--port",
