@@ -7,6 +7,7 @@ numbers say which process pays it. Elsewhere than Linux the readings are empty.
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -27,11 +28,17 @@ def _ticks() -> int:
     return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def stack_cpu(launcher: int) -> CpuSeconds:
-    """User + system CPU seconds so far of `launcher` (the stack's `tessera up`) and of its
-    children (every service, the store, nats-server), by name, plus this process ("bench")."""
-    totals: CpuSeconds = defaultdict(float)
-    ticks = _ticks()
+@dataclass(frozen=True)
+class StackProcess:
+    name: str  # from NAMES
+    path: Path  # its /proc entry
+    stat_fields: list[str]  # /proc/PID/stat after the command name
+
+
+def stack_processes(launcher: int) -> list[StackProcess]:
+    """`launcher` (the stack's `tessera up`) and its children (every service, the store,
+    nats-server), named by NAMES."""
+    found: list[StackProcess] = []
     for entry in PROC.glob("[0-9]*"):
         try:
             stat = (entry / "stat").read_text()
@@ -42,7 +49,18 @@ def stack_cpu(launcher: int) -> CpuSeconds:
         if launcher not in (int(entry.name), int(fields[1])):  # fields[1]: the parent's pid
             continue
         name = next((label for marker, label in NAMES if marker in cmdline), "other")
-        totals[name] += (int(fields[11]) + int(fields[12])) / ticks
+        found.append(StackProcess(name, entry, fields))
+    return found
+
+
+def stack_cpu(launcher: int) -> CpuSeconds:
+    """User + system CPU seconds so far of the stack's processes, by name, plus this process
+    ("bench")."""
+    totals: CpuSeconds = defaultdict(float)
+    ticks = _ticks()
+    for process in stack_processes(launcher):
+        fields = process.stat_fields
+        totals[process.name] += (int(fields[11]) + int(fields[12])) / ticks
     own = os.times()
     totals["bench"] = own.user + own.system
     return dict(totals)
