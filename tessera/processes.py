@@ -3,6 +3,7 @@
 Used by `tessera up` and by the test fixtures, so both run the stack the same way.
 """
 
+import importlib.util
 import os
 import random
 import shutil
@@ -127,6 +128,10 @@ def nats_argv(host: str, port: int, store_dir: Path) -> list[str]:
 
 def store_command() -> list[str]:
     """secantusd-py with its retryable-write records kept in order (tessera/secantusd.py)."""
+    if importlib.util.find_spec("secantus") is None:
+        raise FileNotFoundError(
+            "secantusd-py not found; install the embedded extras: pip install -e '.[embedded]'"
+        )
     return [sys.executable, "-m", "tessera.secantusd"]
 
 

@@ -1,6 +1,7 @@
 """tessera/secantusd.py: SecantusDB's retryable-write records, kept oldest first, answer retries
 and expire as before (what the fix changes is only their cost: `python -m bench.store_costs`)."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,10 @@ def test_a_record_stored_again_is_kept_for_its_new_lifetime(
 
 def test_the_stack_runs_the_fixed_store() -> None:
     assert mongo_argv("127.0.0.1", 27017, Path("data"))[1:3] == ["-m", "tessera.secantusd"]
+
+
+def test_without_secantusdb_the_stack_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+
+    with pytest.raises(FileNotFoundError, match=r"pip install -e '\.\[embedded\]'"):
+        mongo_argv("127.0.0.1", 27017, Path("data"))
