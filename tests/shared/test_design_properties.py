@@ -17,6 +17,13 @@ SETTINGS = settings(max_examples=150, deadline=None)
 HEX = st.from_regex(r"\A#[0-9A-Fa-f]{6}\Z")
 KEYS = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_]{0,63}\Z")
 PRINTABLE = st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=60)
+# A barcode message: text, with braces only around the placeholders a design may use (any other
+# braced name is refused as a misspelt placeholder, tests/shared/test_design_barcode.py).
+BRACELESS = st.text(
+    st.characters(exclude_categories=("Cc", "Cs"), exclude_characters="{}"), min_size=1, max_size=30
+)
+PLACEHOLDERS = st.sampled_from(["{serial_number}", "{short_id}", "{field_values.seat}"])
+BARCODE_MESSAGES = st.lists(BRACELESS | PLACEHOLDERS, min_size=1, max_size=4).map("".join)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
@@ -54,7 +61,7 @@ def designs(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         design["barcode"] = {
             "format": draw(st.sampled_from(["qr", "pdf417", "aztec", "code128"])),
-            "message": draw(PRINTABLE),
+            "message": draw(BARCODE_MESSAGES),
         }
     if draw(st.booleans()):
         design["locations"] = [
