@@ -38,6 +38,9 @@ def keep_records_in_order(registry: Any = None) -> bool:
         return False
     if not all(hasattr(registry, name) for name in ("_prune_retryable_locked", "record_retryable")):
         return False
+    probe = registry()
+    if not isinstance(getattr(probe, RECORDS, None), dict) or not callable(probe._time):
+        return False
     registry.__init__ = _with_ordered_records(registry.__init__)
     registry.record_retryable = _moving_to_back(registry.record_retryable)
     registry._prune_retryable_locked = prune_oldest_first

@@ -106,3 +106,14 @@ def test_without_secantusdb_the_stack_says_what_to_install(monkeypatch: pytest.M
 
     with pytest.raises(FileNotFoundError, match=r"pip install -e '\.\[embedded\]'"):
         mongo_argv("127.0.0.1", 27017, Path("data"))
+
+
+def test_a_registry_of_other_internals_is_left_as_it_is() -> None:
+    class Other(TransactionRegistry):  # type: ignore[misc]  # SecantusDB is untyped
+        def __init__(self) -> None:
+            self._replies: dict[tuple[bytes, int], object] = {}  # not the records patched
+
+    prune = Other._prune_retryable_locked
+
+    assert not keep_records_in_order(Other)
+    assert Other._prune_retryable_locked is prune
