@@ -5,13 +5,14 @@ every retryable write (a write outside a transaction, which PyMongo sends with a
 for 30 minutes, at most 10,000 of them, so that a driver's retry gets the first reply instead of
 applying the write twice. SecantusDB 0.7.0b3 prunes those records by scanning all of them on
 every retryable write, twice, and once 10,000 are kept, by sorting all of them as well: a write
-costs the store about 0.07 ms more per 1,000 writes of the last 30 minutes, and 6-7 ms more
-past 10,000 (`python -m bench.store_costs`, docs/performance.md). A stack that takes a few
+costs the store about 0.07 ms more per 1,000 writes of the last 30 minutes, and about 10 ms in
+all past 10,000, against 0.6 ms with this fix (`python -m bench.store_costs [--shipped]`,
+docs/performance.md). A stack that takes a few
 writes a second for half an hour reaches that, and its store then serves a tenth of the writes.
 
 The records are the same, with the same lifetime and cap, and a retry is answered as before;
 they are only kept oldest first, so pruning takes them from the front and stops at the first
-that stays. A record stored again (a retry of a write that had failed) moves to the back. If the
+that stays. A record stored again under the same session and number moves to the back. If the
 installed SecantusDB does not have the internals this relies on, the store runs unchanged and
 says so on stderr. Production runs MongoDB, which keeps one record per session.
 """
