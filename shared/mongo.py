@@ -92,6 +92,10 @@ class _CommandCounter(CommandListener):
 _COUNTER = _CommandCounter()
 
 
+# The server's code for a write refused by a unique index.
+DUPLICATE_KEY = 11000
+
+
 def count_commands(count: CountCommand | None) -> None:
     """Call `count(command_name, origin)` for every MongoDB command this process sends from now
     on (its clients are created with the listener; it costs nothing until this is called);
@@ -103,7 +107,8 @@ def duplicates_only(exc: BulkWriteError) -> set[int]:
     """The positions an unordered `insert_many` refused as duplicate keys (documents stored
     before: a redelivery); re-raises `exc` when anything else failed."""
     errors = exc.details.get("writeErrors", [])
-    if exc.details.get("writeConcernErrors") or any(e.get("code") != 11000 for e in errors):
+    refused = any(e.get("code") != DUPLICATE_KEY for e in errors)
+    if exc.details.get("writeConcernErrors") or refused:
         raise exc
     return {int(error["index"]) for error in errors}
 

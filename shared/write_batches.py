@@ -20,10 +20,9 @@ from pymongo import InsertOne, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError, OperationFailure
 
-from shared.mongo import Document
+from shared.mongo import DUPLICATE_KEY, Document
 
 MAX_BATCH = 100
-DUPLICATE_KEY = 11000
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKe
 
 from shared.bounded_cache import BoundedCache
 from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_key
-from shared.mongo import Database, Document, MongoClient, drop_index_if_present
+from shared.mongo import DUPLICATE_KEY, Database, Document, MongoClient, drop_index_if_present
 from shared.outbox import Outbox, OutboxMessage, outbox_batch_documents, outbox_document
 from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
@@ -64,10 +64,14 @@ def is_duplicate(exc: Exception) -> bool:
         return True
     if isinstance(exc, BulkWriteError):
         errors = exc.details.get("writeErrors", [])
-        return bool(errors) and all(error.get("code") == 11000 for error in errors)
+        return bool(errors) and all(error.get("code") == DUPLICATE_KEY for error in errors)
     if isinstance(exc, ClientBulkWriteException):  # a unit of work's writes (PendingWrites)
         errors = exc.details.get("writeErrors") or []
-        return exc.error is None and bool(errors) and all(e.get("code") == 11000 for e in errors)
+        return (
+            exc.error is None
+            and bool(errors)
+            and all(e.get("code") == DUPLICATE_KEY for e in errors)
+        )
     return False
 
 

@@ -11,9 +11,9 @@ from pymongo.errors import OperationFailure, PyMongoError
 
 from services.issuer.repository import is_duplicate
 from shared import pending_writes
-from shared.mongo import Database, MongoClient, count_commands, is_write_conflict
+from shared.mongo import Database, MongoClient, is_write_conflict
 from shared.pending_writes import CLIENT_BULK_WRITE_MAX, PendingWrites, supports_client_bulk_write
-from tests.support.database import scratch_database
+from tests.support.database import commands_sent, scratch_database
 
 
 class Mismatch(Exception):
@@ -28,12 +28,8 @@ async def db(client: MongoClient) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def sent() -> Iterator[list[str]]:
-    names: list[str] = []
-    count_commands(lambda command, _: names.append(command))
-    try:
+    with commands_sent() as names:
         yield names
-    finally:
-        count_commands(None)
 
 
 @pytest.fixture(params=["bulkWrite", "one command each"])
