@@ -10,12 +10,13 @@ APNs (`fake_apns`), never to Apple.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
+from shared.mongo import MongoClient, create_client
 from tests.support.fake_apns import FakeApns, stack_with_fake_apns
 from tests.support.servers import (
     BACKEND,
@@ -43,6 +44,17 @@ def mongo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     else:
         with embedded_mongo(tmp_path_factory.mktemp("mongo")) as url:
             yield url
+
+
+@pytest.fixture
+async def client(mongo_url: str) -> AsyncIterator[MongoClient]:
+    """A MongoDB client on the session's store, closed after the test (modules that need
+    another kind of `client` define their own)."""
+    mongo = create_client(mongo_url)
+    try:
+        yield mongo
+    finally:
+        await mongo.close()
 
 
 @pytest.fixture(scope="module")

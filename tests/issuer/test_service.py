@@ -45,7 +45,7 @@ from shared.messages import (
     VoidPass,
 )
 from shared.models import Mode, PassRecord, TemplateRecord
-from shared.mongo import MongoClient, create_client
+from shared.mongo import MongoClient
 from tests.support.api import TEMPLATE_BODY
 from tests.support.database import commands_sent
 from tests.support.issuer import archive_command
@@ -74,15 +74,6 @@ def _create_template(command_id: str) -> CreateTemplate:
 
 def _template_command(mode: Mode = "test") -> CreateTemplate:
     return _create_template(str(uuid.uuid4())).model_copy(update=_base(mode))
-
-
-@pytest.fixture
-async def client(mongo_url: str) -> AsyncIterator[MongoClient]:
-    mongo = create_client(mongo_url)
-    try:
-        yield mongo
-    finally:
-        await mongo.close()
 
 
 @pytest.fixture
