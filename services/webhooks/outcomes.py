@@ -89,6 +89,12 @@ class OutcomeWriter:
                     item.done.set_exception(exc)
             return
         for item in batch:
+            if item.delivery_id not in recorded:
+                # This replica stalled past the lease and another took the delivery over (it
+                # may send the attempt again), or the webhook was deleted meanwhile.
+                log.warning(
+                    "delivery %s: outcome not recorded: its lease was lost", item.delivery_id
+                )
             if not item.done.done():
                 item.done.set_result(item.delivery_id in recorded)
         results = [item.result for item in batch if item.result and item.delivery_id in recorded]

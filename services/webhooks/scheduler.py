@@ -13,8 +13,9 @@ endpoint), so they survive a restart of anything. Any number of replicas run thi
 - Leased deliveries wait in memory for a sending slot: per endpoint
   (`max_concurrent_per_endpoint`), per account (`max_concurrent_per_account`) and in all
   (`max_concurrent_deliveries`), so a slow or failing endpoint holds only its own slots and
-  one account's endpoints only the account's share. Their leases are renewed while they wait
-  and given back on stop.
+  one account's endpoints only the account's share. Their leases are renewed while they wait,
+  and while their attempt is made and recorded, and those still waiting are given back on
+  stop.
 - The loop lists due deliveries (retries, manual attempts, what was left unleased, expired
   leases of dead replicas) at most DUE_QUERY_LIMIT at a time, and only when it has reason to
   (start, poll, a retry coming due, a wake, a slot freed while work was left behind); it
@@ -105,8 +106,8 @@ class Scheduler:
         self._repo = repo
         self._clock = clock
         self._lease = timedelta(seconds=lease_seconds)
-        # Renewed this often, a waiting delivery's lease has more than a request's timeout
-        # left whenever its request starts.
+        # Renewed this often, a held delivery's lease has more than a request's timeout left
+        # whenever its request starts, and a slow outcome write does not outlive it.
         self._renew_every = (lease_seconds - timeout_seconds) / 2
         self._attempt: Attempt | None = None
         # The webhook of each claimed delivery, read with the claim (one query per batch).
@@ -114,8 +115,10 @@ class Scheduler:
         # Webhooks nothing is sent to before a time (rate, Retry-After, disabled): left out of
         # the due queries until then, so their deliveries are not claimed only to wait.
         self._held_back: dict[str, datetime] = {}
-        # Leased deliveries waiting for a sending slot, with their claim's token.
+        # Leased deliveries waiting for a sending slot, with their claim's token; and those
+        # whose attempt is being made or recorded. The leases of both are renewed.
         self._waiting: dict[str, str] = {}
+        self._attempting: dict[str, str] = {}
         self._sending_in_all = KeyedSlots(max_concurrent)
         self._sending_to = KeyedSlots(max_per_endpoint)
         self._sending_for = KeyedSlots(max_per_account)
@@ -218,6 +221,7 @@ class Scheduler:
             inserted = {delivery.id: delivery for delivery in stored}
             for delivery_id, task in going_on.items():
                 if delivery_id in inserted:
+                    self._attempting[delivery_id] = token  # stored leased: renewed till recorded
                     self._follow(self._record_later(inserted[delivery_id], token, task))
                 else:  # nothing to record it in: let it end, its error (if any) seen
                     task.add_done_callback(_retrieved)
@@ -292,13 +296,17 @@ class Scheduler:
             attempted = await sending
         except Exception:
             log.exception("first attempt of delivery %s failed", delivery.id)
+            self._attempting.pop(delivery.id, None)
             return  # its lease expires and the loop takes it up
-        if attempted is None:  # paused while it waited: due again when the pause ends
-            until = self._paused(delivery.webhook_id) or self._clock.now()
-            await self._repo.postpone(delivery.id, token, until, manual=False)
-            self._poller.wake((until - self._clock.now()).total_seconds())
-        elif (state := await first.record(delivery, token, attempted)) is not None:
-            self._note(delivery.webhook_id, state)
+        try:
+            if attempted is None:  # paused while it waited: due again when the pause ends
+                until = self._paused(delivery.webhook_id) or self._clock.now()
+                await self._repo.postpone(delivery.id, token, until, manual=False)
+                self._poller.wake((until - self._clock.now()).total_seconds())
+            elif (state := await first.record(delivery, token, attempted)) is not None:
+                self._note(delivery.webhook_id, state)
+        finally:
+            self._attempting.pop(delivery.id, None)
 
     def _follow(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -396,6 +404,7 @@ class Scheduler:
             give_back = await self._sending_slots(delivery)
         finally:
             self._waiting.pop(delivery.id, None)
+        self._attempting[delivery.id] = lease.token
 
         def sent() -> None:
             give_back()
@@ -415,6 +424,7 @@ class Scheduler:
             return
         finally:
             sent()
+            self._attempting.pop(delivery.id, None)
         if state is not None:
             self._note(delivery.webhook_id, state)
 
@@ -437,13 +447,16 @@ class Scheduler:
         return give_back
 
     async def _renew_leases(self) -> None:
-        """Keep the leases of deliveries waiting for a slot alive (see `_renew_every`)."""
+        """Keep the leases of deliveries waiting for a slot, or whose attempt is being made or
+        recorded, alive (see `_renew_every`): a slow outcome write under load must not let
+        another replica take the delivery over and send the attempt again."""
         while True:
             await asyncio.sleep(self._renew_every)
-            if not self._waiting:
+            held = {**self._waiting, **self._attempting}
+            if not held:
                 continue
             try:
-                await self._repo.renew(dict(self._waiting), self._clock.now() + self._lease)
+                await self._repo.renew(held, self._clock.now() + self._lease)
             except Exception:
                 log.exception("renewing the leases of waiting deliveries failed")
 

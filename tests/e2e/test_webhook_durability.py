@@ -23,8 +23,9 @@ def stack(
     running.extra_env = {
         "TESSERA_WEBHOOK_RETRY_SCHEDULE": "0,1,1,1,1,1,1",
         "TESSERA_WEBHOOK_TIMEOUT_SECONDS": "1",
-        # A dead replica's claims are taken over 3 s after it took them.
-        "TESSERA_WEBHOOKS_LEASE_SECONDS": "3",
+        # A dead replica's claims are taken over 5 s after it last renewed them; a live one
+        # renews them every 2 s, so only a stall of 3 s (a loaded CI machine) could pass one on.
+        "TESSERA_WEBHOOKS_LEASE_SECONDS": "5",
     }
     with serving(running):
         yield running
@@ -71,11 +72,17 @@ def test_two_replicas_never_send_an_attempt_twice(stack: Stack, receiver: Receiv
         for _ in range(20):
             create_pass(client, template["id"])
         final = settled(client, hook["id"], 20, timeout=60)
-    assert {(d["status"], d["attempts"]) for d in final} == {("delivered", 4)}
+    logs = stack.work_dir / "logs"
+    lost = [
+        line
+        for name in names
+        for line in (logs / f"{name}.log").read_text().splitlines()
+        if "its lease was lost" in line
+    ]
+    assert {(d["status"], d["attempts"]) for d in final} == {("delivered", 4)}, lost
     counts = receiver.attempts("/pair")
     assert set(counts) == {d["id"] for d in final}
     assert set(counts.values()) == {4}  # each delivery: 4 attempts, none sent twice
-    logs = stack.work_dir / "logs"
     for name in names:
         sent = (logs / f"{name}.log").read_text().count(f"to {hook['id']} attempt")
         assert sent > 0, f"replica {name} made no attempt"

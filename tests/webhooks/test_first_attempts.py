@@ -70,16 +70,21 @@ async def _never(
     raise AssertionError(f"{d.id} should have gone out as a first attempt")
 
 
-def _scheduler(repo: WebhookRepository, per_endpoint: int = 4) -> Scheduler:
+def _scheduler(
+    repo: WebhookRepository,
+    per_endpoint: int = 4,
+    lease_seconds: float = 60,
+    poll_seconds: float = 3600,
+) -> Scheduler:
     return Scheduler(
         repo,
         SystemClock(),
-        lease_seconds=60,
-        timeout_seconds=10,
+        lease_seconds=lease_seconds,
+        timeout_seconds=lease_seconds / 6,
         max_concurrent=64,
         max_per_endpoint=per_endpoint,
         max_per_account=64,
-        poll_seconds=3600,
+        poll_seconds=poll_seconds,
     )
 
 
@@ -127,6 +132,39 @@ async def test_an_attempt_that_outlives_the_budget_is_stored_leased_then_recorde
         await scheduler.stop(grace_seconds=5)
     assert first.recorded == [created.id]
     assert first.stored_sent == []
+
+
+async def test_a_stored_leased_attempt_keeps_its_lease_until_recorded(
+    repo: WebhookRepository,
+) -> None:
+    """A first attempt that goes on after its delivery is stored leased keeps that lease for
+    as long as it takes (three leases here): a peer polling meanwhile never takes it over."""
+    lease_seconds = 0.6
+    slow = webhook()
+    created = delivery(webhook_id=slow.id)
+    first = FirstSender(repo, slow=frozenset({slow.id}))
+    taken_over: list[str] = []
+
+    async def peer_attempt(
+        d: DeliveryRecord, hook: WebhookRecord | None, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        taken_over.append(d.id)
+        return None
+
+    holder = _scheduler(repo, lease_seconds=lease_seconds)
+    peer = _scheduler(repo, lease_seconds=lease_seconds, poll_seconds=0.05)
+    holder.start(_never, first=first)
+    peer.start(peer_attempt)
+    try:
+        await holder.store_new([created], {slow.id: slow})
+        await asyncio.sleep(lease_seconds * 3)  # the receiver is slow to answer
+        first.release.set()
+        await _until(lambda: _delivered(repo), 1)
+    finally:
+        for scheduler in (holder, peer):
+            await scheduler.stop(grace_seconds=5)
+    assert taken_over == []
+    assert first.recorded == [created.id]
 
 
 async def test_a_redelivered_events_deliveries_are_stored_before_any_attempt(

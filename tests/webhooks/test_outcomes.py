@@ -6,6 +6,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from services.webhooks.endpoint_health import AttemptResult, EndpointHealth
 from services.webhooks.outcomes import OutcomeWriter
 from services.webhooks.repository import WebhookRepository
@@ -90,7 +92,9 @@ async def test_outcomes_that_arrive_during_a_write_go_in_the_next_one(
     assert counting.writes == [1, 29]
 
 
-async def test_a_lost_lease_answers_false_and_writes_nothing(repo: WebhookRepository) -> None:
+async def test_a_lost_lease_answers_false_and_writes_nothing(
+    repo: WebhookRepository, caplog: pytest.LogCaptureFixture
+) -> None:
     writer, _ = _writer(repo)
     kept = await _leased(repo, "r1/1")
     # Taken over by another replica after this one's lease expired.
@@ -102,6 +106,8 @@ async def test_a_lost_lease_answers_false_and_writes_nothing(repo: WebhookReposi
     stored = await repo.deliveries.find_one({"_id": lost.id})
     assert stored is not None
     assert (stored["status"], stored["attempts"], stored["lease_owner"]) == ("pending", 0, "r2/7")
+    lost_lines = [r.getMessage() for r in caplog.records if "lease was lost" in r.getMessage()]
+    assert lost_lines == [f"delivery {lost.id}: outcome not recorded: its lease was lost"]
 
 
 async def test_only_recorded_attempts_count_for_the_endpoint(repo: WebhookRepository) -> None:

@@ -150,12 +150,13 @@ def _scheduler(
     per_endpoint: int,
     per_account: int = 1000,
     poll_seconds: float = 0.05,
+    lease_seconds: float = 60,
 ) -> Scheduler:
     return Scheduler(
         repo,
         SystemClock(),
-        lease_seconds=60,
-        timeout_seconds=10,
+        lease_seconds=lease_seconds,
+        timeout_seconds=lease_seconds / 6,
         max_concurrent=max_concurrent,
         max_per_endpoint=per_endpoint,
         max_per_account=per_account,
@@ -223,6 +224,42 @@ async def test_two_schedulers_attempt_each_delivery_once(repo: WebhookRepository
             await replica.stop(grace_seconds=5)
     assert len(attempted) == 60
     assert set(attempted.values()) == {1}
+
+
+async def test_a_lease_is_renewed_while_an_outcome_is_slow_to_record(
+    repo: WebhookRepository,
+) -> None:
+    """A store slow to take an attempt's outcome (three leases long here) must not let
+    another replica take the delivery over and send the attempt again."""
+    record = delivery(next_attempt_at=datetime.now(UTC))
+    await repo.insert_delivery(record)
+    lease_seconds = 0.6
+    attempted: list[str] = []
+    recorded: list[bool] = []
+    started = asyncio.Event()
+
+    async def attempt(
+        d: DeliveryRecord, hook: WebhookRecord | None, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        attempted.append(token)
+        started.set()
+        sent()
+        await asyncio.sleep(lease_seconds * 3)  # the outcome write waits on a slow store
+        recorded.append(await _record(repo, d.id, token, {"status": "delivered", "attempts": 1}))
+        return NextState("delivered", None)
+
+    holder = _scheduler(repo, max_concurrent=4, per_endpoint=2, lease_seconds=lease_seconds)
+    peer = _scheduler(repo, max_concurrent=4, per_endpoint=2, lease_seconds=lease_seconds)
+    holder.start(attempt)
+    try:
+        await asyncio.wait_for(started.wait(), timeout=10)
+        peer.start(attempt)  # polls every 50 ms from now on
+        await _until(lambda: _count(repo, "delivered"), 1)
+    finally:
+        for scheduler in (holder, peer):
+            await scheduler.stop(grace_seconds=5)
+    assert len(attempted) == 1, "the peer took the delivery over and sent it again"
+    assert recorded == [True]
 
 
 async def _count(repo: WebhookRepository, status: str) -> int:
