@@ -1,6 +1,7 @@
 """Helpers for end-to-end tests of the v1 HTTP API: error envelopes, template bodies, creating
 templates and passes, and lists (one page, or every page through the cursors)."""
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -150,23 +151,27 @@ RETRYABLE_CODES = frozenset({"timeout", "write_conflict", "service_unavailable"}
 
 
 def post_retrying(
-    client: httpx2.Client, path: str, body: Any, key: str, attempts: int = 5
+    client: httpx2.Client, path: str, body: Any, key: str, within: float = 90.0
 ) -> httpx2.Response:
     """POST as a careful client does: with an Idempotency-Key, sent again after an answer
-    that says to retry (a loaded machine may time a long command out); the last answer."""
-    return send_retrying(client, "POST", path, body, key, attempts)
+    that says to retry (a loaded machine may time a long command out, or a write may keep
+    meeting a concurrent job's), for up to `within` seconds; the last answer."""
+    return send_retrying(client, "POST", path, body, key, within)
 
 
 def send_retrying(
-    client: httpx2.Client, method: str, path: str, body: Any, key: str, attempts: int = 5
+    client: httpx2.Client, method: str, path: str, body: Any, key: str, within: float = 90.0
 ) -> httpx2.Response:
     """`post_retrying` for any method that takes an Idempotency-Key (POST, PATCH)."""
     headers = {"Idempotency-Key": key}
-    for _ in range(attempts - 1):
+    deadline = time.monotonic() + within
+    while True:
         response = client.request(method, path, json=body, headers=headers)
-        if response.status_code < 500 or response.json()["error"]["code"] not in RETRYABLE_CODES:
+        retryable = (
+            response.status_code >= 500 and response.json()["error"]["code"] in RETRYABLE_CODES
+        )
+        if not retryable or time.monotonic() >= deadline:
             return response
-    return client.request(method, path, json=body, headers=headers)
 
 
 def create_pass(client: httpx2.Client, template_id: str, **fields: Any) -> dict[str, Any]:
