@@ -10,7 +10,7 @@ APNs (`fake_apns`), never to Apple.
 """
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -34,6 +34,23 @@ os.environ["TESSERA_ENV_FILE"] = ""
 
 def _nats(work_dir: Path) -> AbstractContextManager[str]:
     return container_nats() if BACKEND == "containers" else embedded_nats(work_dir)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test that used a stack reports what its processes logged as warnings and
+    errors: a lost lease, a conflict given up, a crash (only the test's output reaches CI's
+    log, not the services' log files)."""
+    report = yield
+    if report.when == "call" and report.failed:
+        funcargs = getattr(item, "funcargs", {})
+        stacks = {id(value): value for value in funcargs.values() if isinstance(value, Stack)}
+        for stack in stacks.values():
+            if lines := stack.complaints():
+                report.sections.append(("services' warnings and errors", "\n".join(lines)))
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -72,17 +72,12 @@ def test_two_replicas_never_send_an_attempt_twice(stack: Stack, receiver: Receiv
         for _ in range(20):
             create_pass(client, template["id"])
         final = settled(client, hook["id"], 20, timeout=60)
-    logs = stack.work_dir / "logs"
-    lost = [
-        line
-        for name in names
-        for line in (logs / f"{name}.log").read_text().splitlines()
-        if "its lease was lost" in line
-    ]
-    assert {(d["status"], d["attempts"]) for d in final} == {("delivered", 4)}, lost
+    # A lost lease would show in the report's services' warnings (tests/conftest.py).
+    assert {(d["status"], d["attempts"]) for d in final} == {("delivered", 4)}
     counts = receiver.attempts("/pair")
     assert set(counts) == {d["id"] for d in final}
     assert set(counts.values()) == {4}  # each delivery: 4 attempts, none sent twice
+    logs = stack.work_dir / "logs"
     for name in names:
         sent = (logs / f"{name}.log").read_text().count(f"to {hook['id']} attempt")
         assert sent > 0, f"replica {name} made no attempt"

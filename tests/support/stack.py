@@ -142,6 +142,25 @@ class Stack:
                     parts.append(log.read().decode(errors="replace"))
         return "".join(parts)
 
+    def complaints(self, most: int = 40) -> list[str]:
+        """The last `most` warning and error lines every process of the stack logged since the
+        module began using it (`for_module`): what a failed test's report shows
+        (tests/conftest.py), so that a failure in CI says what the services saw."""
+        lines: list[str] = []
+        for name in sorted(self.children):
+            path = self._log_path(name)
+            if not path.exists():
+                continue
+            with path.open("rb") as log:
+                log.seek(self.log_marks.get(name, 0))
+                text = log.read().decode(errors="replace")
+            lines += [
+                f"{name}: {line[:600]}"
+                for line in text.splitlines()
+                if '"level": "warning"' in line or '"level": "error"' in line
+            ]
+        return lines[-most:]
+
     def for_module(self) -> "Stack":
         """This stack as one test module sees it: the same processes, store and settings, with
         `log_text` reading only what the processes log from now on."""
