@@ -458,7 +458,7 @@ class Scheduler:
             try:
                 await self._repo.renew(held, self._clock.now() + self._lease)
             except Exception:
-                log.exception("renewing the leases of waiting deliveries failed")
+                log.exception("renewing the leases of held deliveries failed")
 
 
 def _retrieved(task: asyncio.Task[Attempted | None]) -> None:
