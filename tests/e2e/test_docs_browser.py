@@ -154,10 +154,11 @@ def test_redoc_renders_the_reference_from_tessera_alone(redoc: Visit, stack: Sta
     box = menu.bounding_box()
     assert box is not None
     assert box["width"] < 400, box
-    # Its search runs in a worker made from a blob (worker-src blob:).
+    # Its search runs in a worker made from a blob (worker-src blob:), over an index the worker
+    # builds from the whole reference first: seconds on a loaded machine.
     page.get_by_placeholder("Search...").fill("redirect")
     results = page.locator("[data-role='search:results'] [role=menuitem]")
-    page_expect(results.first).to_be_visible()
+    page_expect(results.first).to_be_visible(timeout=30_000)
     page_expect(results.filter(has_text="Save to Google Wallet (redirect)")).to_have_count(1)
     _screenshot(page, "docs-redoc.png")
     _nothing_left_the_stack(redoc, stack)
