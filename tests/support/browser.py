@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Browser, Playwright, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Screenshots for a person to look at.
@@ -19,6 +19,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+# Page expectations wait up to 15 s, not Playwright's 5: what the pages run (Swagger UI
+# rendering every operation, ReDoc's search index, the scanner's WebAssembly decoder) takes
+# seconds on a loaded 2-CPU machine beside the rest of the suite. One that holds returns at once.
+expect.set_options(timeout=15_000)
 BROWSER_MARKS = [
     pytest.mark.e2e,
     pytest.mark.browser,
