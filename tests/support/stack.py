@@ -129,36 +129,32 @@ class Stack:
     def _log_path(self, name: str) -> Path:
         return self.work_dir / "logs" / f"{name}.log"
 
+    def _logged(self, name: str, *, whole: bool = False) -> str:
+        """What process `name` logged since the module began using the stack (`for_module`),
+        or with `whole` since it first started; "" if it has no log."""
+        path = self._log_path(name)
+        if not path.exists():
+            return ""
+        with path.open("rb") as log:
+            log.seek(0 if whole else self.log_marks.get(name, 0))
+            return log.read().decode(errors="replace")
+
     def log_text(self, service: str, *, whole: bool = False) -> str:
         """The logs of every replica of a service, one after the other: what they wrote since
         the module began using the stack (`for_module`), or with `whole` everything since they
         first started, which on a shared stack includes what other modules made them log."""
-        parts = []
-        for name in self.replica_names(service):
-            path = self._log_path(name)
-            if path.exists():
-                with path.open("rb") as log:
-                    log.seek(0 if whole else self.log_marks.get(name, 0))
-                    parts.append(log.read().decode(errors="replace"))
-        return "".join(parts)
+        return "".join(self._logged(name, whole=whole) for name in self.replica_names(service))
 
     def complaints(self, most: int = 40) -> list[str]:
         """The last `most` warning and error lines every process of the stack logged since the
-        module began using it (`for_module`): what a failed test's report shows
-        (tests/conftest.py), so that a failure in CI says what the services saw."""
-        lines: list[str] = []
-        for name in sorted(self.children):
-            path = self._log_path(name)
-            if not path.exists():
-                continue
-            with path.open("rb") as log:
-                log.seek(self.log_marks.get(name, 0))
-                text = log.read().decode(errors="replace")
-            lines += [
-                f"{name}: {line[:600]}"
-                for line in text.splitlines()
-                if '"level": "warning"' in line or '"level": "error"' in line
-            ]
+        module began using it: what a failed test's report shows (tests/conftest.py), so that
+        a failure in CI says what the services saw."""
+        lines = [
+            f"{name}: {line[:600]}"
+            for name in sorted(self.children)
+            for line in self._logged(name).splitlines()
+            if '"level": "warning"' in line or '"level": "error"' in line
+        ]
         return lines[-most:]
 
     def for_module(self) -> "Stack":
