@@ -38,6 +38,19 @@ Action = Callable[[str], Awaitable[tuple[int, Any]]]
 
 
 @dataclass(frozen=True)
+class Admission:
+    """What a request reserves before its command's first run (the pass quota), and what a
+    retry does instead when it takes over a key whose first run ended with an unknown outcome
+    (a timeout, a 5xx): that run's reservation stands, so the passes are counted once whether
+    or not they exist yet. `first()` reserves and answers what such a retry must know (kept in
+    the key's record; None: nothing to keep); `again(kept)` gets it back (None too when the
+    first run stopped before it was kept)."""
+
+    first: Callable[[], Awaitable[Any]]
+    again: Callable[[Any], Awaitable[None]] | None = None
+
+
+@dataclass(frozen=True)
 class IdempotencyPolicy:
     repo: ApiRepository
     clock: Clock
@@ -81,17 +94,15 @@ async def execute(
     request_fingerprint: str,
     action: Action,
     redact: Callable[[Any], Any] | None = None,
-    admit: Callable[[], Awaitable[None]] | None = None,
+    admit: Admission | None = None,
 ) -> JSONResponse:
     """Run `action` under the key's rules. `redact` gives the copy of a success body to store
     when the body holds a secret (a new API key), so no secret is kept for replays.
 
-    `admit` (the pass quota) runs before the command's first run only: a retry that takes over
-    a key whose command already ran with an unknown outcome (a timeout, a 5xx) kept the unit
-    that run reserved, so the pass is counted once whether or not it exists yet."""
+    `admit` (the pass quota) reserves before the command's first run only (see `Admission`)."""
     if key is None:
         if admit is not None:
-            await admit()
+            await admit.first()
         return _response(*await action(new_id("command")))
     if not 1 <= len(key) <= MAX_KEY_LENGTH:
         raise InvalidRequest(
@@ -134,13 +145,17 @@ async def execute(
         ):
             raise in_progress
         command_id = existing["command_id"]
+        if admit is not None and admit.again is not None:
+            await admit.again(existing.get("admitted"))
     elif admit is not None:
         try:
-            await admit()
+            admitted = await admit.first()
         except BaseException:
             # Refused (402) before anything ran: the same key works once the quota allows.
             await policy.repo.forget_idempotency(record_id, command_id)
             raise
+        if admitted is not None:
+            await policy.repo.keep_admission(record_id, admitted)
     try:
         status, body = await action(command_id)
     except ApiError as exc:

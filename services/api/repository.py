@@ -108,6 +108,12 @@ class ApiRepository:
         )
         return result.modified_count == 1
 
+    async def keep_admission(self, record_id: str, admitted: Any) -> None:
+        """What a request reserved before its first run, for a retry that takes it over."""
+        await self._idempotency.update_one(
+            {"_id": record_id, "state": "processing"}, {"$set": {"admitted": admitted}}
+        )
+
     async def finish_idempotency(self, record_id: str, status: int, body: Any) -> None:
         await self._idempotency_writes.update(
             {"_id": record_id},

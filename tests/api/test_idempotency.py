@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from services.api.idempotency import (
     MAX_KEY_LENGTH,
+    Admission,
     IdempotencyPolicy,
     Scope,
     execute,
@@ -178,6 +179,33 @@ async def test_a_5xx_releases_the_key_and_the_retry_resends_the_same_command(
     assert action.command_ids[0] == action.command_ids[1]
 
 
+async def test_a_retry_that_takes_a_key_over_gets_what_the_first_run_admitted(
+    policy: IdempotencyPolicy,
+) -> None:
+    """The first run reserved (a batch: how many rows the quota admitted) and then timed out:
+    the retry does not reserve again, it is told what the first run kept; a replay of the
+    finished request is told nothing."""
+    reserved: list[int] = []
+    told: list[Any] = []
+
+    async def reserve() -> int:
+        reserved.append(7)
+        return 7
+
+    async def reserved_before(kept: Any) -> None:
+        told.append(kept)
+
+    admission = Admission(reserve, reserved_before)
+    action = Action(InternalError("The issuer did not answer.", code="timeout"), (200, {"n": 1}))
+    with pytest.raises(InternalError):
+        await execute(policy, SCOPE, "order-1", BODY, action, admit=admission)
+    retried = await execute(policy, SCOPE, "order-1", BODY, action, admit=admission)
+    replayed = await execute(policy, SCOPE, "order-1", BODY, action, admit=admission)
+
+    assert (retried.status_code, _replayed(retried), _replayed(replayed)) == (200, False, True)
+    assert (reserved, told) == ([7], [7])
+
+
 async def test_a_402_before_the_command_stores_nothing(policy: IdempotencyPolicy) -> None:
     """The quota refused: the key starts afresh once the quota allows, as a new command."""
     refusals = [BillingError("Monthly pass quota reached.", code="quota_exceeded")]
@@ -188,9 +216,9 @@ async def test_a_402_before_the_command_stores_nothing(policy: IdempotencyPolicy
 
     action = Action((200, {"id": "pass_1"}))
     with pytest.raises(BillingError):
-        await execute(policy, SCOPE, "order-1", BODY, action, admit=admit)
+        await execute(policy, SCOPE, "order-1", BODY, action, admit=Admission(admit))
     assert action.command_ids == []
-    admitted = await execute(policy, SCOPE, "order-1", BODY, action, admit=admit)
+    admitted = await execute(policy, SCOPE, "order-1", BODY, action, admit=Admission(admit))
 
     assert (admitted.status_code, _replayed(admitted)) == (200, False)
     assert len(action.command_ids) == 1
@@ -225,8 +253,8 @@ async def test_a_replay_skips_the_quota_and_a_redacted_body_is_what_is_stored(
         return {**body, "secret": "[redacted]"}
 
     action = Action((201, {"id": "acct_1", "secret": "svc_test_x"}))
-    first = await execute(policy, SCOPE, "k", BODY, action, redact=redact, admit=admit)
-    again = await execute(policy, SCOPE, "k", BODY, action, redact=redact, admit=admit)
+    first = await execute(policy, SCOPE, "k", BODY, action, redact=redact, admit=Admission(admit))
+    again = await execute(policy, SCOPE, "k", BODY, action, redact=redact, admit=Admission(admit))
 
     assert _body(first) == {"id": "acct_1", "secret": "svc_test_x"}
     assert (again.status_code, _body(again)) == (201, {"id": "acct_1", "secret": "[redacted]"})

@@ -124,6 +124,31 @@ def test_rows_past_the_quota_answer_402_each(stack: Stack) -> None:
         assert_error(single, 402, "billing_error", None, "quota_exceeded")
 
 
+def test_a_retry_of_a_batch_that_timed_out_takes_no_unit_twice(stack: Stack) -> None:
+    """The first run reserved the whole quota and timed out while the issuer (stopped) had
+    its command; the issuer then made the passes. The retry with the same key re-sends the
+    same rows and answers them all 201. (It used to reserve again: no unit was left, so
+    every row answered 402 for passes that existed, and that answer was kept for the key.)"""
+    account = stack.new_account(plan="paid")
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        body = {"passes": _rows(template["id"], QUOTA)}
+        key = {"Idempotency-Key": "batch-while-the-issuer-is-stopped"}
+        with stack.paused("issuer"):
+            timed_out = client.post("/v1/passes/batch", json=body, headers=key)
+        assert_error(timed_out, 500, "api_error", code="timeout")
+        made = poll(lambda: all_passes(client), lambda found: len(found) == QUOTA)
+
+        retried = ok(client.post("/v1/passes/batch", json=body, headers=key))
+
+        assert [row["status"] for row in retried["data"]] == [201] * QUOTA
+        assert sorted(row["pass"]["id"] for row in retried["data"]) == sorted(
+            found["id"] for found in made
+        )
+        single = client.post("/v1/passes", json={"template_id": template["id"]})
+        assert_error(single, 402, "billing_error", None, "quota_exceeded")
+
+
 def test_an_empty_or_oversized_batch_is_refused_whole(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:

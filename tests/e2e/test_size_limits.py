@@ -3,8 +3,6 @@ and refused with 400/413 and its param before anything is written; the quota cou
 passes that exist."""
 
 import json
-import os
-import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -233,16 +231,10 @@ def test_a_creation_that_timed_out_after_its_pass_was_made_keeps_its_quota_unit(
     """F02: the api gave the unit back on a 500 `timeout` although the pass existed, and the
     retry with the same key got the same answer: passes for free. Now the unit stays, and the
     retry (which resends the same command) costs nothing more."""
-    issuers = stack.pids("issuer")
     body = {"template_id": template_id, "holder_name": "paused"}
     key = {"Idempotency-Key": "paused-issuer"}
-    for pid in issuers:
-        os.kill(pid, signal.SIGSTOP)  # the command waits, unread, until they continue
-    try:
+    with stack.paused("issuer"):  # the command waits, unread, until they continue
         timed_out = client.post("/v1/passes", json=body, headers=key)
-    finally:
-        for pid in issuers:
-            os.kill(pid, signal.SIGCONT)
     assert_error(timed_out, 500, "api_error", code="timeout")
     passes_with_name = {"account_id": account.id, "holder_name": "paused"}
     with stack_db(stack) as db:

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import random
 import secrets
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -125,6 +126,19 @@ class Stack:
         """The process ids of the service's running replicas (to read /proc/<pid>/status)."""
         children = (self.children.get(name) for name in self.replica_names(service))
         return [child.proc.pid for child in children if child and child.proc and child.alive()]
+
+    @contextmanager
+    def paused(self, service: str) -> Iterator[None]:
+        """Every replica of the service stopped (SIGSTOP) for the block: what is sent to it
+        waits, unread, until they continue (SIGCONT) at its end."""
+        pids = self.pids(service)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
 
     def _log_path(self, name: str) -> Path:
         return self.work_dir / "logs" / f"{name}.log"

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from services.api.accounts import Principal
 from services.api.deps import ApiContext
-from services.api.idempotency import Scope, execute, fingerprint
+from services.api.idempotency import Admission, Scope, execute, fingerprint
 from shared.errors import InvalidRequest, not_found
 from shared.ids import has_prefix
 from shared.logs import request_id_var
@@ -44,12 +44,12 @@ async def idempotent_response(
     produce: Callable[[str], Awaitable[BaseModel]],
     *,
     status: int = 200,
-    admit: Callable[[], Awaitable[None]] | None = None,
+    admit: Admission | None = None,
     redact: Callable[[Any], Any] | None = None,
 ) -> JSONResponse:
     """Answer what `produce(command_id)` makes, under the Idempotency-Key rules (idempotency.py):
     the one way every POST and PATCH of the api runs. `body` is what the request fingerprint is
-    computed from (the validated request body). `admit` (the pass quota) runs only before a
+    computed from (the validated request body). `admit` (the pass quota) reserves only before a
     command's first run, so neither a replay nor a retry after a timeout costs a second unit;
     `redact` gives the copy of the answer stored for replays when it holds a secret."""
 
@@ -71,7 +71,7 @@ async def send_command(
     make: Callable[[dict[str, Any]], Command[R]],
     shape: Callable[[R], BodyT],
     *,
-    admit: Callable[[], Awaitable[None]] | None = None,
+    admit: Admission | None = None,
     redact: Callable[[Any], Any] | None = None,
 ) -> JSONResponse:
     """Send the command `make(command_base(...))` to its owner idempotently and answer its

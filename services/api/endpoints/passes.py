@@ -14,6 +14,7 @@ from services.api.endpoints.common import (
     require_pass,
     send_command,
 )
+from services.api.idempotency import Admission
 from services.api.objects import ListObject, PassEventObject, PassObject, responses
 from services.api.schemas import HOLDER_FIELDS, PassCreate, PassUpdate
 from shared.errors import not_found
@@ -45,7 +46,7 @@ async def create_pass(
         data,
         lambda base: CreatePass(**base, **data),
         lambda record: PassObject.of(record, site),
-        admit=lambda: ctx.reserve_pass(principal),
+        admit=Admission(lambda: ctx.reserve_pass(principal)),
     )
 
 
