@@ -9,7 +9,7 @@ commands: what the issuer stored already answers from its processed markers, and
 resumes where it stopped.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +19,7 @@ from services.api.accounts import Principal
 from services.api.deps import ApiContext
 from services.api.endpoints.common import command_base
 from services.api.errors import validation_error
+from services.api.idempotency import Admission
 from services.api.limits import quota_exhausted, reserve_passes
 from services.api.schemas import ImportRowCreate, PassCreate
 from shared.design import Design
@@ -138,28 +139,76 @@ def command_budget(ctx: ApiContext) -> int:
     return max(16 * 1024, min(COMMAND_BYTES, (limit - COMMAND_HEADROOM_BYTES) // 2))
 
 
+class ImportRequest:
+    """An import request's rows, checked against its template, and the units of quota they
+    reserve. Both happen on the request's first run (its `admission`), not on a replay of a
+    stored answer: a replay answers the job although the template may have been archived or
+    changed since. A retry that takes the key over (the first run's outcome unknown) gets the
+    first run's count of admitted rows instead of reserving again."""
+
+    def __init__(
+        self,
+        ctx: ApiContext,
+        principal: Principal,
+        template_id: str,
+        bodies_of: Callable[[TemplateRecord], Sequence[Any]],
+    ) -> None:
+        self._ctx = ctx
+        self._principal = principal
+        self.template_id = template_id
+        self._bodies_of = bodies_of
+        self._rows: list[ImportRow] | None = None
+        self.granted: int | None = None
+
+    async def rows(self) -> list[ImportRow]:
+        """Every row checked (once): the template answers as for POST /v1/passes if it cannot
+        issue (`issuable_template`)."""
+        if self._rows is None:
+            principal = self._principal
+            found = await self._ctx.issuer.template(
+                principal.account_id, principal.mode, self.template_id
+            )
+            template = issuable_template(found, self.template_id)
+            design = Design.from_stored(template.design)
+            self._rows = import_rows(self._bodies_of(template), design)
+        return list(self._rows)
+
+    async def reserve(self) -> int:
+        """Units for the good rows, as many as the quota has; 402 if it has none for them."""
+        wanted = sum(1 for row in await self.rows() if row.error is None)
+        settings = self._ctx.settings
+        ctx, principal = self._ctx, self._principal
+        granted = await reserve_passes(
+            ctx.quota_leases, settings.plans, ctx.clock, principal, wanted
+        )
+        if wanted and not granted:
+            raise quota_exhausted(settings.plans, ctx.clock, principal)
+        self.granted = granted
+        return granted
+
+    async def reserved_before(self, kept: Any) -> None:
+        self.granted = kept if isinstance(kept, int) else None
+
+    def admission(self) -> Admission:
+        return Admission(self.reserve, self.reserved_before)
+
+
 async def upload_import(
-    ctx: ApiContext,
-    principal: Principal,
-    command_id: str,
-    template_id: str,
-    rows: list[ImportRow],
+    ctx: ApiContext, principal: Principal, command_id: str, request: ImportRequest
 ) -> JobRecord:
     """Send the job's rows and start it; the job as started (or as it is, on a retry)."""
     job_id = job_id_for(command_id)
     existing = await ctx.issuer.jobs.job(principal.account_id, principal.mode, job_id)
     if existing is not None and existing.status != "uploading":
         return existing  # a retry of a request whose upload finished
-    wanted = sum(1 for row in rows if row.error is None)
+    rows = await request.rows()
     if existing is not None:
         granted = existing.reserved  # as the first attempt decided, so the same rows pass
-    else:
-        settings = ctx.settings
-        granted = await reserve_passes(
-            ctx.quota_leases, settings.plans, ctx.clock, principal, wanted
-        )
-        if wanted and not granted:
-            raise quota_exhausted(settings.plans, ctx.clock, principal)
+    elif request.granted is not None:
+        granted = request.granted
+    else:  # a retry of a first run that stopped before it kept its count
+        granted = await request.reserve()
+    wanted = sum(1 for row in rows if row.error is None)
     if granted < wanted:
         past = row_error(quota_exhausted(ctx.settings.plans, ctx.clock, principal))
         valid = 0
@@ -169,6 +218,7 @@ async def upload_import(
                 if valid > granted:
                     rows[index] = ImportRow(row=row.row, error=past)
     budget = command_budget(ctx)
+    template_id = request.template_id
     for number, group in enumerate(commands_of(chunks(rows, budget), budget)):
         base = command_base(principal, f"{command_id}.rows.{number}")
         await ctx.command(

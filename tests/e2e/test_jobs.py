@@ -323,6 +323,39 @@ def test_a_retried_import_makes_one_job(stack: Stack) -> None:
         assert len(all_passes(client)) == 2
 
 
+@pytest.mark.parametrize("upload", ["json", "csv"])
+def test_a_replayed_import_answers_its_job_after_the_template_is_archived(
+    stack: Stack, upload: str
+) -> None:
+    """A replay answers what the first request answered (spec 8). The template was checked
+    before the key was looked up, so a replay after the template's archiving answered 400
+    `template_archived` (and `tessera import`, rerun, failed) instead of the job."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        key = {"Idempotency-Key": f"import-then-archive-{upload}"}
+
+        def send() -> httpx2.Response:
+            if upload == "json":
+                body = {"type": "import_passes", "template_id": template["id"], "rows": [_row(1)]}
+                return client.post("/v1/jobs", json=body, headers=key)
+            return client.post(
+                "/v1/jobs/import_passes",
+                params={"template_id": template["id"]},
+                content=_csv([["holder_name", "seat"], ["Fan 1", "A1"]]),
+                headers={"Content-Type": "text/csv", **key},
+            )
+
+        first = ok(send(), 202)
+        _finished(client, first["id"])
+        ok(client.delete(f"/v1/templates/{template['id']}"))
+
+        replayed = send()
+
+        assert ok(replayed, 202)["id"] == first["id"]
+        assert replayed.headers["Idempotent-Replayed"] == "true"
+
+
 def test_cancel_stops_taking_work_and_what_is_done_stays_done(stack: Stack) -> None:
     account = stack.new_account()
     with stack.client(headers=account.headers()) as client:

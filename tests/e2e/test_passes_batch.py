@@ -1,7 +1,8 @@
 """Issue 12, acceptance 1: POST /v1/passes/batch. A batch of 100 rows with 3 bad ones makes 97
 passes and answers 3 row errors with their params; a replay with the same Idempotency-Key
 answers the same body and makes nothing; rows past the monthly quota answer 402 each, and a
-row the issuer refused gives its unit back.
+row the issuer refused gives its unit back. A batch or an import retried with the same key after
+its first run failed (a timeout, the issuer down) takes no unit twice.
 
 The stack's plan table (its own stack, for that): free has room for every test here, paid's
 test mode has a quota of 6 passes a month.
@@ -147,6 +148,35 @@ def test_a_retry_of_a_batch_that_timed_out_takes_no_unit_twice(stack: Stack) -> 
         )
         single = client.post("/v1/passes", json={"template_id": template["id"]})
         assert_error(single, 402, "billing_error", None, "quota_exceeded")
+
+
+def test_an_import_retried_after_its_upload_failed_reserves_no_unit_twice(stack: Stack) -> None:
+    """Imports reserve their rows' units the same way. The first run reserved the whole quota,
+    and its upload failed (no issuer to take it) before any job existed; the retry with the
+    same key uses that reservation. (It used to reserve again and answer 402.)"""
+    account = stack.new_account(plan="paid")
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        rows = [{"holder_name": f"Fan {n}", "field_values": {"seat": f"A{n}"}} for n in range(6)]
+        body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
+        key = {"Idempotency-Key": "import-while-the-issuer-is-down"}
+        stack.kill("issuer")
+        try:
+            failed = client.post("/v1/jobs", json=body, headers=key)
+        finally:
+            stack.start("issuer")
+        assert failed.status_code >= 500, failed.text
+
+        job = ok(client.post("/v1/jobs", json=body, headers=key), 202)
+
+        done = poll(
+            lambda: ok(client.get(f"/v1/jobs/{job['id']}")),
+            lambda found: found["status"] not in ("queued", "running"),
+            timeout=60,
+            message="the import's end",
+        )
+        assert (done["status"], done["succeeded"]) == ("succeeded", QUOTA)
+        assert len(all_passes(client)) == QUOTA
 
 
 def test_an_empty_or_oversized_batch_is_refused_whole(stack: Stack) -> None:

@@ -23,14 +23,14 @@ from services.api.endpoints.common import (
 from services.api.idempotency import Scope
 from services.api.job_csv import parse_rows
 from services.api.job_schemas import JobCreate
-from services.api.job_uploads import import_rows, issuable_template, upload_import
+from services.api.job_uploads import ImportRequest, upload_import
 from services.api.middleware import BodyRule
 from services.api.objects import JobObject, ListObject, pass_urls, responses
 from services.api.schemas import MAX_IMPORT_ROWS
 from shared.design import Design
 from shared.errors import not_found
 from shared.messages import CancelJob, CreateUpdatePassesJob
-from shared.models import JobRowOutcome
+from shared.models import JobRowOutcome, TemplateRecord
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -68,20 +68,15 @@ async def _create_import(
     request: Request,
     key: str | None,
     fingerprinted: Any,
-    template_id: str,
-    bodies: list[Any],
+    upload: ImportRequest,
 ) -> JSONResponse:
-    template = issuable_template(
-        await ctx.issuer.template(principal.account_id, principal.mode, template_id), template_id
-    )
-    rows = import_rows(bodies, Design.from_stored(template.design))
-
     async def produce(command_id: str) -> JobObject:
-        record = await upload_import(ctx, principal, command_id, template.id, list(rows))
-        return JobObject.of(record)
+        return JobObject.of(await upload_import(ctx, principal, command_id, upload))
 
     scope = Scope.of(principal)
-    return await idempotent_response(ctx, scope, request, key, fingerprinted, produce, status=202)
+    return await idempotent_response(
+        ctx, scope, request, key, fingerprinted, produce, status=202, admit=upload.admission()
+    )
 
 
 @router.post(
@@ -113,9 +108,9 @@ async def create_job(
         return await idempotent_response(
             ctx, scope, request, idempotency_key, data, produce, status=202
         )
-    return await _create_import(
-        ctx, principal, request, idempotency_key, data, body.template_id, body.rows or []
-    )
+    rows = body.rows or []
+    upload = ImportRequest(ctx, principal, body.template_id, lambda _template: rows)
+    return await _create_import(ctx, principal, request, idempotency_key, data, upload)
 
 
 @router.post(
@@ -132,16 +127,15 @@ async def import_csv(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     data = await request.body()
-    template = issuable_template(
-        await ctx.issuer.template(principal.account_id, principal.mode, template_id), template_id
-    )
-    field_keys = set(Design.from_stored(template.design).field_keys())
-    bodies = parse_rows(data, field_keys, MAX_IMPORT_ROWS)
+
+    def bodies_of(template: TemplateRecord) -> list[Any]:
+        field_keys = set(Design.from_stored(template.design).field_keys())
+        return list(parse_rows(data, field_keys, MAX_IMPORT_ROWS))
+
+    upload = ImportRequest(ctx, principal, template_id, bodies_of)
     # The fingerprint of a CSV request: its template and the digest of its bytes.
     fingerprinted = {"template_id": template_id, "csv_sha256": hashlib.sha256(data).hexdigest()}
-    return await _create_import(
-        ctx, principal, request, idempotency_key, fingerprinted, template_id, list(bodies)
-    )
+    return await _create_import(ctx, principal, request, idempotency_key, fingerprinted, upload)
 
 
 @router.get(
