@@ -245,14 +245,18 @@ class Poller(Generic[T]):
         assert self._loop_task is None, "the poller runs already"
         self._loop_task = asyncio.create_task(self._run(), name=self._name)
 
-    async def stop(self, grace_seconds: float) -> None:
-        """Stop claiming; let work in flight finish for up to `grace_seconds`. Work cut short
-        keeps its lease, so another replica takes its item over once the lease expires."""
+    def close(self) -> None:
+        """Claim nothing more from now on (`stopping` is True); `stop()` does it too."""
         self._slots.closed = True
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
         self._wake.set()
+
+    async def stop(self, grace_seconds: float) -> None:
+        """Stop claiming; let work in flight finish for up to `grace_seconds`. Work cut short
+        keeps its lease, so another replica takes its item over once the lease expires."""
+        self.close()
         if self._loop_task is not None:
             await self._loop_task
         if self._offers:

@@ -27,6 +27,7 @@ endpoint), so they survive a restart of anything. Any number of replicas run thi
 
 import asyncio
 import logging
+import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import suppress
@@ -34,6 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from services.webhooks.delivery import Attempted
+from services.webhooks.fresh import FreshWebhooks
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
 from services.webhooks.slots import KeyedSlots
@@ -59,6 +61,10 @@ LEASED_PER_SLOT_IN_ALL = 20
 DUE_QUERY_LIMIT = 200
 # New deliveries stored per insert.
 INSERT_CHUNK = 200
+# An attempt whose delivery waited longer than this for its slot reads its webhook again (a
+# read shared by the webhook's attempts for as long): a change of the webhook reaches every
+# attempt that starts more than about twice this after it (fresh.py).
+FRESH_SECONDS = 0.5
 # How long the first attempts of new deliveries may take before the deliveries are stored
 # without their outcome (recorded later, like any attempt's); and how long a quiet spell
 # (no attempt ending) may last before: the attempts left then are slow or waiting for a slot,
@@ -123,6 +129,7 @@ class Scheduler:
         self._sending_to = KeyedSlots(max_per_endpoint)
         self._sending_for = KeyedSlots(max_per_account)
         self._renewer: asyncio.Task[None] | None = None
+        self._fresh = FreshWebhooks(repo.webhooks_by_ids, FRESH_SECONDS)
         self._first: FirstSender | None = None
         # First attempts that outlived FIRST_SEND_SECONDS, to be recorded once done.
         self._following: set[asyncio.Task[None]] = set()
@@ -277,10 +284,17 @@ class Scheduler:
         """The attempt; None if the endpoint was paused while it waited for a slot."""
         self._waiting[delivery.id] = token  # its lease, once stored, is renewed while it waits
         try:
-            give_back = await self._sending_slots(delivery)
+            give_back, waited = await self._sending_slots(delivery)
         finally:
             self._waiting.pop(delivery.id, None)
         try:
+            if self._poller.stopping:  # not sent: stored due (or given back), for any replica
+                return None
+            if waited:  # its copy may be older than a change of the webhook (fresh.py)
+                now_hook = await self._fresh.get(delivery.webhook_id)
+                if now_hook is None or not first.sends_at_once(now_hook, self._clock.now()):
+                    return None  # deleted, disabled, paused or throttled since: the loop decides
+                hook = now_hook
             if self._paused(delivery.webhook_id) is not None:
                 return None
             return await first.send(delivery, hook, self._clock.now(), give_back, fresh=True)
@@ -339,20 +353,30 @@ class Scheduler:
     async def stop(self, grace_seconds: float) -> None:
         """Stop claiming; let attempts in flight finish for up to `grace_seconds`. An attempt
         cut short keeps its lease, so another replica retries it once the lease expires;
-        deliveries still waiting for a slot are given back at once."""
+        deliveries still waiting for a slot are given back at once, and are not sent if they
+        get a slot while this replica stops."""
+        self._poller.close()  # from here on, a delivery that gets a slot is not sent
         if self._renewer is not None:
             self._renewer.cancel()
             with suppress(asyncio.CancelledError):
                 await self._renewer
         waiting = dict(self._waiting)
+        await self._give_back(waiting)
         await self._poller.stop(grace_seconds)
         if self._following:
             await asyncio.wait(set(self._following), timeout=grace_seconds)
-        if waiting:
-            try:
-                await self._repo.release_many(waiting)
-            except Exception:
-                log.exception("giving back %d waiting deliveries failed", len(waiting))
+        # Deliveries handed to an attempt just before the stop began to wait after it.
+        await self._give_back(
+            {key: token for key, token in self._waiting.items() if key not in waiting}
+        )
+
+    async def _give_back(self, held: dict[str, str]) -> None:
+        if not held:
+            return
+        try:
+            await self._repo.release_many(held)
+        except Exception:
+            log.exception("giving back %d waiting deliveries failed", len(held))
 
     def _is_held_back(self, webhook_id: str, now: datetime) -> bool:
         until = self._held_back.get(webhook_id)
@@ -400,10 +424,13 @@ class Scheduler:
         assert attempt is not None, "start() the scheduler first"
         webhook = self._webhooks.pop(delivery.id, None)
         self._waiting[delivery.id] = lease.token
-        try:
-            give_back = await self._sending_slots(delivery)
-        finally:
-            self._waiting.pop(delivery.id, None)
+        # Cancelled while waiting (the stop's grace ended), or given a slot once stopping: not
+        # sent, and left in `_waiting` for stop() to give back.
+        give_back, waited = await self._sending_slots(delivery)
+        if self._poller.stopping:
+            give_back()
+            return
+        self._waiting.pop(delivery.id, None)
         self._attempting[delivery.id] = lease.token
 
         def sent() -> None:
@@ -411,6 +438,8 @@ class Scheduler:
             lease.free_keys()
 
         try:
+            if waited:  # its copy may be older than a change of the webhook (fresh.py)
+                webhook = await self._fresh.get(delivery.webhook_id)
             if (until := self._paused(delivery.webhook_id)) is not None:
                 # Paused while it waited (a Retry-After this replica just heard): not sent.
                 manual = delivery.manual_at is not None
@@ -428,9 +457,11 @@ class Scheduler:
         if state is not None:
             self._note(delivery.webhook_id, state)
 
-    async def _sending_slots(self, delivery: DeliveryRecord) -> Callable[[], None]:
+    async def _sending_slots(self, delivery: DeliveryRecord) -> tuple[Callable[[], None], bool]:
         """Wait for a slot to the endpoint, then for the account, then in all (requests in
-        flight); answers the function that gives all three back."""
+        flight); answers the function that gives all three back, and whether the wait was
+        long enough for the delivery's copy of its webhook to be read again (fresh.py)."""
+        started = time.monotonic()
         taken: list[Callable[[], None]] = []
 
         def give_back() -> None:
@@ -444,7 +475,7 @@ class Scheduler:
         except BaseException:
             give_back()
             raise
-        return give_back
+        return give_back, time.monotonic() - started > FRESH_SECONDS
 
     async def _renew_leases(self) -> None:
         """Keep the leases of deliveries waiting for a slot, or whose attempt is being made or

@@ -11,10 +11,10 @@ from typing import Any
 
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
-from services.webhooks.scheduler import Scheduler
+from services.webhooks.scheduler import FRESH_SECONDS, Scheduler
 from shared.clock import SystemClock
 from shared.models import DeliveryRecord, WebhookRecord
-from tests.webhooks.records import delivery
+from tests.webhooks.records import delivery, webhook
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
@@ -428,3 +428,83 @@ async def _postponed(repo: WebhookRepository, until: datetime) -> int:
     return await repo.deliveries.count_documents(
         {"attempts": 0, "next_attempt_at": {"$gte": until - timedelta(milliseconds=1)}}
     )
+
+
+async def test_a_delivery_that_waited_for_its_slot_is_sent_as_its_webhook_is_now(
+    repo: WebhookRepository,
+) -> None:
+    """A delivery waits behind a slow attempt to the same endpoint (one slot) while its
+    webhook's URL changes: it is sent to the new URL, not to the copy read with its claim (a
+    copy that could be minutes old: a leaked secret rotated away, a disabled or deleted
+    webhook would still have been used)."""
+    hook = webhook(_id="whk_moving", url="http://127.0.0.1:9/old")
+    await repo.webhooks.insert_one(hook.to_document())
+    now = datetime.now(UTC)
+    first, second = (
+        delivery(webhook_id=hook.id, next_attempt_at=now - timedelta(seconds=n)) for n in (2, 1)
+    )
+    for record in (first, second):
+        await repo.insert_delivery(record)
+    sent_to: dict[str, str | None] = {}
+    first_started = asyncio.Event()
+
+    async def attempt(
+        record: DeliveryRecord, current: WebhookRecord | None, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        sent_to[record.id] = current.url if current else None
+        if record.id == first.id:
+            first_started.set()
+            # A slow endpoint: the second delivery waits longer than its copy may be used.
+            await asyncio.sleep(FRESH_SECONDS * 2)
+        sent()
+        await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
+        return NextState("delivered", None)
+
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=1)
+    scheduler.start(attempt)
+    try:
+        await asyncio.wait_for(first_started.wait(), timeout=10)
+        await repo.webhooks.update_one(
+            {"_id": hook.id}, {"$set": {"url": "http://127.0.0.1:9/new"}}
+        )
+        await _until(lambda: _count(repo, "delivered"), 2)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+    assert sent_to == {first.id: "http://127.0.0.1:9/old", second.id: "http://127.0.0.1:9/new"}
+
+
+async def test_deliveries_waiting_when_the_replica_stops_are_given_back_not_sent(
+    repo: WebhookRepository,
+) -> None:
+    """SIGTERM while two deliveries wait behind an attempt in flight (one slot): they are
+    given back at once, and when the attempt ends during the stop's grace they do not take
+    its slot and go out (another replica, free to take them, would send them again)."""
+    now = datetime.now(UTC)
+    records = [delivery(webhook_id="whk_slow", next_attempt_at=now) for _ in range(3)]
+    for record in records:
+        await repo.insert_delivery(record)
+    attempted: list[str] = []
+    in_flight, finish = asyncio.Event(), asyncio.Event()
+
+    async def attempt(
+        record: DeliveryRecord, hook: WebhookRecord | None, token: str, sent: Callable[[], None]
+    ) -> NextState | None:
+        attempted.append(record.id)
+        in_flight.set()
+        await finish.wait()
+        sent()
+        await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
+        return NextState("delivered", None)
+
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=1)
+    scheduler.start(attempt)
+    await asyncio.wait_for(in_flight.wait(), timeout=10)
+    await _until(lambda: _leased(repo, "acct_a"), 3)  # one in flight, two waiting for the slot
+    stopping = asyncio.create_task(scheduler.stop(grace_seconds=5))
+    await _until(lambda: _leased(repo, "acct_a"), 1)  # the two waiting ones given back at once
+    finish.set()
+    await stopping
+
+    assert len(attempted) == 1
+    assert await _count(repo, "delivered") == 1
+    assert await repo.deliveries.count_documents({"attempts": 0, "lease_owner": None}) == 2

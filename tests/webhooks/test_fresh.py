@@ -1,0 +1,71 @@
+"""FreshWebhooks (services/webhooks/fresh.py): attempts that waited share one read of their
+webhook while it is young enough, read again once it is not, and never reuse a failed read."""
+
+import asyncio
+
+import pytest
+
+from services.webhooks.fresh import FreshWebhooks
+from shared.models import WebhookRecord
+from tests.webhooks.records import webhook
+
+
+class Store:
+    """The webhooks as the store has them now, and the reads asked of it."""
+
+    def __init__(self, *hooks: WebhookRecord) -> None:
+        self.hooks = {hook.id: hook for hook in hooks}
+        self.reads: list[set[str]] = []
+        self.failing = False
+
+    async def read(self, ids: set[str]) -> dict[str, WebhookRecord]:
+        self.reads.append(set(ids))
+        await asyncio.sleep(0)  # a round trip: attempts arriving meanwhile share it
+        if self.failing:
+            raise ConnectionError("store unreachable")
+        return {key: self.hooks[key] for key in ids if key in self.hooks}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_attempts_share_a_read_while_it_is_young_then_read_again() -> None:
+    hook = webhook(url="https://example.com/a")
+    store, clock = Store(hook), Clock()
+    fresh = FreshWebhooks(store.read, 0.5, clock)
+
+    together = await asyncio.gather(*(fresh.get(hook.id) for _ in range(5)))
+    store.hooks[hook.id] = hook.model_copy(update={"url": "https://example.com/b"})
+    clock.now += 0.4
+    still_young = await fresh.get(hook.id)
+    clock.now += 0.2
+    read_again = await fresh.get(hook.id)
+
+    assert [found.url for found in together if found] == ["https://example.com/a"] * 5
+    assert still_young is not None
+    assert still_young.url == "https://example.com/a"
+    assert read_again is not None
+    assert read_again.url == "https://example.com/b"
+    assert store.reads == [{hook.id}, {hook.id}]
+
+
+async def test_a_deleted_webhook_reads_as_none() -> None:
+    fresh = FreshWebhooks(Store().read, 0.5, Clock())
+    assert await fresh.get("whk_gone") is None
+
+
+async def test_a_failed_read_fails_its_attempts_and_is_not_reused() -> None:
+    hook = webhook()
+    store = Store(hook)
+    fresh = FreshWebhooks(store.read, 0.5, Clock())
+    store.failing = True
+    with pytest.raises(ConnectionError):
+        await fresh.get(hook.id)
+    store.failing = False
+    assert await fresh.get(hook.id) == hook
+    assert len(store.reads) == 2
