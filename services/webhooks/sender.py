@@ -124,13 +124,18 @@ class Sender:
         except (TimeoutError, httpx2.TimeoutException):
             if status is None:
                 return Outcome(False, None, f"no response within {self._timeout:g} s")
+            # The status came, the body did not: a 2xx that never finished is no success.
+            late = f"the response body did not arrive within {self._timeout:g} s"
+            return Outcome(False, status, late, retry_after)
         except httpx2.HTTPError as exc:
             if status is None:
                 return Outcome(False, None, _failure(exc))
+            return Outcome(False, status, _cut_short(exc), retry_after)
         except Exception as exc:
             log.exception("webhook attempt to %s failed unexpectedly", target.host)
             if status is None:
                 return Outcome(False, None, _failure(exc))
+            return Outcome(False, status, _cut_short(exc), retry_after)
         return Outcome(200 <= status < 300, status, _truncated(bytes(read)), retry_after)
 
     @asynccontextmanager
@@ -196,6 +201,10 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if when.tzinfo is None:
         return None
     return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
+
+
+def _cut_short(exc: BaseException) -> str:
+    return f"the response body was cut short: {type(exc).__name__}: {exc}"[:RESPONSE_BODY_CHARS]
 
 
 def _failure(exc: BaseException) -> str:

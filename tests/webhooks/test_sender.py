@@ -2,7 +2,9 @@
 that the request goes to an address checked at this attempt, and the wait a 429 or 503 asks
 for with Retry-After."""
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -69,6 +71,42 @@ async def test_a_slow_endpoint_fails_at_the_timeout(receiver: Receiver) -> None:
     receiver.behave("/slow", delay_seconds=3.0)
     outcome = await send(sender(timeout=0.3), receiver.url("/slow"))
     assert outcome == Outcome(False, None, "no response within 0.3 s")
+
+
+@asynccontextmanager
+async def half_answering(end: str) -> AsyncIterator[str]:
+    """A raw HTTP endpoint on loopback that sends `200 OK` and its headers, then only part of
+    the body it announced: then it stalls (`end` "stall") or closes the connection ("close")."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+        await writer.drain()
+        if end == "stall":
+            await reader.read()  # until the sender gives up and closes
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://127.0.0.1:{port}/hook"
+
+
+async def test_a_2xx_whose_body_stalls_fails_at_the_timeout() -> None:
+    """The status line and headers count, and so does the body: a 200 whose body never ends
+    is no success (it was recorded delivered)."""
+    async with half_answering("stall") as url:
+        outcome = await send(sender(timeout=0.5), url)
+    assert outcome == Outcome(False, 200, "the response body did not arrive within 0.5 s")
+
+
+async def test_a_2xx_whose_connection_closes_mid_body_fails() -> None:
+    async with half_answering("close") as url:
+        outcome = await send(sender(), url)
+    assert (outcome.ok, outcome.response_status) == (False, 200)
+    assert (outcome.response_body or "").startswith(
+        "the response body was cut short: RemoteProtocolError"
+    )
 
 
 async def test_the_response_body_is_kept_to_2000_characters(receiver: Receiver) -> None:
