@@ -6,6 +6,7 @@ expired by TTL indexes) so that every api replica counts against the same number
 their units in blocks (services/api/leases.py).
 """
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -131,15 +132,19 @@ class ApiRepository:
             {"_id": record_id, "state": "processing"}, {"$set": {"locked_until": at}}
         )
 
-    async def erase_pass_copies(self, account_id: str, mode: str, pass_id: str) -> int:
+    async def erase_pass_copies(
+        self, account_id: str, mode: str, pass_id: str, delivery_ids: Sequence[str] = ()
+    ) -> int:
         """Erase a redacted pass's personal data from the stored answers of idempotent
-        requests (a retry still answers, without it); how many were rewritten."""
+        requests (a retry still answers, without it): answers that hold the pass, and the
+        receiver's answer in the answers of resends of the pass's deliveries (`delivery_ids`).
+        How many were rewritten."""
         copies = self._idempotency.find(
             {
                 "account_id": account_id,
                 "mode": mode,
                 "$or": [
-                    {"response_body.id": pass_id},
+                    {"response_body.id": {"$in": [pass_id, *delivery_ids]}},
                     {"response_body.pass.id": pass_id},
                     {"response_body.data.pass.id": pass_id},
                 ],
@@ -149,7 +154,12 @@ class ApiRepository:
         erased = 0
         async for doc in copies:
             body = doc["response_body"]
-            if erase_pass_data(body, pass_id):
+            if body.get("object") == "webhook_delivery":
+                changed = body.get("response_body") is not None
+                body["response_body"] = None
+            else:
+                changed = erase_pass_data(body, pass_id)
+            if changed:
                 await self._idempotency.update_one(
                     {"_id": doc["_id"]}, {"$set": {"response_body": body}}
                 )

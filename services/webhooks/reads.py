@@ -26,6 +26,14 @@ class WebhookReads:
         query = {"account_id": account_id, "mode": mode}
         return await fetch_page(self._webhooks, query, page, WebhookView.model_validate)
 
+    async def delivery_ids_of_pass(self, account_id: str, mode: str, pass_id: str) -> list[str]:
+        """The ids of a pass's deliveries (a redaction erases the api's stored answers of
+        their resends)."""
+        cursor = self._deliveries.find(
+            {"pass_id": pass_id, "account_id": account_id, "mode": mode}, {"_id": 1}
+        )
+        return [doc["_id"] async for doc in cursor]
+
     async def deliveries_page(
         self,
         webhook_id: str,

@@ -149,6 +149,10 @@ class WebhookRepository:
 
     # -- deliveries ----------------------------------------------------------------------------
 
+    async def delivery(self, delivery_id: str) -> DeliveryRecord | None:
+        doc = await self.deliveries.find_one({"_id": delivery_id})
+        return None if doc is None else DeliveryRecord.model_validate(doc)
+
     async def insert_delivery(self, record: DeliveryRecord) -> bool:
         """False when this event already has a delivery for this webhook (a redelivery)."""
         return bool(await self.insert_deliveries([record]))

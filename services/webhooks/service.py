@@ -92,6 +92,10 @@ class WebhookService:
                 result = await self._rotate(command)
         # A secret is never stored outside its encrypted form, not even for replays.
         kept = result.model_dump(mode="json", exclude={"secret"})
+        if isinstance(command, ResendDelivery):
+            # Its id alone: the delivery (its body, the receiver's answer) holds the pass's
+            # personal data, which a redaction erases from the delivery (docs/privacy.md).
+            kept = {"id": kept["id"]}
         if isinstance(result, WebhookCreated) and isinstance(command, RotateWebhookSecret):
             # A replay must answer this rotation's secret, and the record may hold a newer one.
             kept["secret_encrypted"] = self._box.seal(result.secret)
@@ -101,6 +105,11 @@ class WebhookService:
         return result
 
     async def _replayed(self, command: WebhooksCommand, stored: dict[str, Any]) -> BaseModel:
+        if isinstance(command, ResendDelivery):  # the delivery as it is now
+            delivery = await self._repo.delivery(stored["id"])
+            if delivery is None:  # deleted with its webhook since
+                raise not_found("webhook delivery", stored["id"], "delivery_id")
+            return delivery
         if isinstance(command, RotateWebhookSecret):
             secret = self._box.open(stored["secret_encrypted"])
             return WebhookCreated.model_validate({**stored, "secret": secret})

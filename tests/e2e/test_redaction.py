@@ -25,7 +25,7 @@ from tests.support.api import TEMPLATE_BODY, assert_error, create_template, ok
 from tests.support.polling import poll
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
-from tests.support.webhooks import body_of, create_webhook
+from tests.support.webhooks import body_of, create_webhook, deliveries
 
 pytestmark = pytest.mark.e2e
 
@@ -125,7 +125,9 @@ def test_redact_erases_every_copy_of_the_holders_data(
 ) -> None:
     marker = secrets.token_hex(8)
     path = f"/redact-{uuid.uuid4().hex}"
-    create_webhook(client, receiver.url(path))
+    # A receiver that echoes what it got (its answer is stored with the delivery).
+    receiver.behave(path, body=f"received the pass of Holder {marker}")
+    webhook = create_webhook(client, receiver.url(path))
     template = create_template(client, TEMPLATE_BODY)
     create_key = _key()
     create_body = {
@@ -151,8 +153,14 @@ def test_redact_erases_every_copy_of_the_holders_data(
         timeout=30,
         message="the webhooks of the issue, the update and the scan",
     )
+    # A resend (with a key): its answer and the webhooks service's record of the command hold
+    # the delivery, the receiver's answer and (the record) its body.
+    sent = [d for d in deliveries(client, webhook["id"]) if d["event_type"] == "pass.issued"]
+    resend = f"/v1/webhooks/{webhook['id']}/deliveries/{sent[0]['id']}/resend"
+    assert marker in ok(client.post(resend, headers=_key()))["response_body"]
     assert _holding(stack, marker.encode())  # the test would find a copy
 
+    receiver.behave(path, body="ok")  # what it echoes of the redaction's event holds no marker
     redact_key = _key()
     redacted = ok(client.post(f"/v1/passes/{pass_id}/redact", headers=redact_key))
     assert redacted["voided"] is True

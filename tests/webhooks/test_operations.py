@@ -232,3 +232,33 @@ async def test_the_service_answers_a_replayed_recover_from_its_first_run(
     resent = await service.handle(_resend(hook, dead.id))
     assert isinstance(resent, DeliveryRecord)
     assert resent.manual_at == NOW
+
+
+async def test_a_replayed_resend_answers_the_delivery_as_it_is_now(
+    repo: WebhookRepository, ops: DeliveryOperations
+) -> None:
+    """The record of a resend keeps the delivery's id alone, not its body or the receiver's
+    answer (the pass's personal data, which a redaction erases from the delivery itself)."""
+    service = WebhookService(
+        repo,
+        SecretBox(Fernet.generate_key().decode()),
+        _Clock(),
+        allow_private=False,
+        max_per_account=50,
+        operations=ops,
+    )
+    hook = await _hook(repo)
+    stored = await _delivery(repo, hook, "delivered", response_body="hello Ada")
+    command = _resend(hook, stored.id)
+    first = await service.handle(command)
+    assert isinstance(first, DeliveryRecord)
+    assert first.response_body == "hello Ada"
+    kept = await repo.processed.find_one({"_id": command.command_id})
+    assert kept is not None
+    assert kept["result"] == {"id": stored.id}
+    await repo.deliveries.update_one({"_id": stored.id}, {"$set": {"response_body": None}})
+
+    again = await service.handle(command)
+
+    assert isinstance(again, DeliveryRecord)
+    assert (again.id, again.response_body, again.manual_at) == (stored.id, None, NOW)

@@ -142,7 +142,9 @@ async def redact_pass(
         lambda base: RedactPass(**base, pass_id=pass_id),
         lambda record: PassObject.of(record, site),
     )
-    await ctx.repo.erase_pass_copies(principal.account_id, principal.mode, pass_id)
+    account_id, mode = principal.account_id, principal.mode
+    deliveries = await ctx.webhooks.delivery_ids_of_pass(account_id, mode, pass_id)
+    await ctx.repo.erase_pass_copies(account_id, mode, pass_id, deliveries)
     return answer
 
 
