@@ -338,8 +338,15 @@ class JobStore:
             "$set": {"updated_at": now},
         }
         if errors:
-            # A positive $slice keeps the first ones: the errors of the earliest chunks.
-            update["$push"] = {"errors": {"$each": errors, "$slice": MAX_JOB_ERRORS}}
+            # The first ones by row (or by pass id, which sorts by creation), whatever order
+            # the job's chunks are counted in: chunks run at once on every replica.
+            update["$push"] = {
+                "errors": {
+                    "$each": errors,
+                    "$sort": {"row": 1, "pass_id": 1},
+                    "$slice": MAX_JOB_ERRORS,
+                }
+            }
         job = await self.jobs.find_one_and_update(
             {"_id": job_id}, update, return_document=ReturnDocument.AFTER, session=session
         )

@@ -25,7 +25,7 @@ from shared.clock import SystemClock
 from shared.errors import InvalidRequest, NotFound
 from shared.ids import new_id
 from shared.messages import AddImportRows, CancelJob, ImportChunk, ImportRow, StartJob
-from shared.models import JobRecord, JobRowOutcome, RowError, TemplateRecord
+from shared.models import JobRecord, JobRowOutcome, RowError, TemplateRecord, row_error
 from shared.nats import create_broker, ensure_events_stream
 from shared.outbox import OutboxRelay
 from tests.support.inproc_api import ManualClock
@@ -373,3 +373,23 @@ async def test_a_committed_chunk_publishes_its_events_itself_without_a_relay_cla
         await listener.drain()
     assert len(published) == 50
     assert set(published.values()) == {1}  # each once
+
+
+async def test_a_jobs_errors_are_its_first_rows_whatever_order_its_chunks_are_counted_in(
+    service: IssuerService, store: JobStore, worker: JobWorker
+) -> None:
+    """Chunks run at once on every replica: a later chunk counted first must not take the
+    places of the earlier rows' errors (`errors` holds the first 100, by row)."""
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(1, 150), _rows(151, 150)])
+    first, second = await _claim(store)
+    await store.chunks.update_many({}, {"$set": {"state": "counting"}})
+    bad = row_error(InvalidRequest("Bad row.", param="holder_name"))
+
+    for chunk, rows in ((second, range(151, 301)), (first, range(1, 151))):
+        await worker._count(chunk.id, job.id, [JobRowOutcome(row=n, error=bad) for n in rows])
+
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.processed, done.failed) == (300, 300)
+    assert [error.row for error in done.errors] == list(range(1, 101))
