@@ -123,6 +123,8 @@ def test_resend_is_idempotent_by_key_and_only_for_the_accounts_own_deliveries(
     with stack.client(headers=stranger.headers()) as client:
         # Another account's delivery, through its webhook or through one of this account's.
         assert_error(_resend(client, hook["id"], done["id"]), 404, "not_found_error", None)
+        # The webhook is not this account's whatever the delivery id (it said `delivery_id`).
+        assert_error(_resend(client, hook["id"], "nope"), 404, "not_found_error", None)
         own = create_webhook(client, receiver.url("/resend-stranger"), ["pass.issued"])
         through_own = _resend(client, own["id"], done["id"])
         assert_error(through_own, 404, "not_found_error", "delivery_id", "resource_missing")

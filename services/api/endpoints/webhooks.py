@@ -206,6 +206,9 @@ async def resend_delivery(
 ) -> JSONResponse:
     require_id(webhook_id, "webhook", "webhook")
     if not has_prefix(delivery_id, "webhook_delivery"):
+        # The webhook is looked for first, as the webhooks service does for a well-formed id.
+        if await ctx.webhooks.get(principal.account_id, principal.mode, webhook_id) is None:
+            raise not_found("webhook", webhook_id)
         raise not_found("webhook delivery", delivery_id, "delivery_id")
     return await send_command(
         ctx,
