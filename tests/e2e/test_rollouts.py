@@ -301,6 +301,11 @@ def test_update_passes_sets_values_on_every_pass_with_pushes_and_events(
             assert stored[pass_["id"]]["field_values"] == pass_["field_values"]
             assert stored[pass_["id"]]["metadata"] == {}
         assert _field(_pass_json(client, stack, live[-1], tmp_path), "row")["value"] == "K"
+        # Each pass changed answers 200, as its PATCH would (not an import's 201).
+        results = client.get(f"/v1/jobs/{created['id']}/results")
+        lines = [json.loads(line) for line in results.text.splitlines()]
+        assert sorted(line["pass_id"] for line in lines) == sorted(p["id"] for p in live)
+        assert {line["status"] for line in lines} == {200}
 
         for phone in phones[:2]:
             pushes_to(fake_apns, phone.push_token, 5)

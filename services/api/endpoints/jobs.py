@@ -200,7 +200,9 @@ async def cancel_job(
     )
 
 
-def _line(outcome: JobRowOutcome, site_url: str) -> dict[str, Any]:
+def _line(outcome: JobRowOutcome, site_url: str, made: bool) -> dict[str, Any]:
+    """A row's result line: with `made` (an import) a success is 201 as POST /v1/passes
+    answers, otherwise (an update job, a rollout) 200 as PATCH /v1/passes/{id} answers."""
     if outcome.error is not None:
         error = outcome.error
         body = {"type": error.type, "code": error.code, "message": error.message}
@@ -213,7 +215,7 @@ def _line(outcome: JobRowOutcome, site_url: str) -> dict[str, Any]:
     url, download_url = pass_urls(site_url, outcome.short_id or "")
     return {
         "row": outcome.row,
-        "status": 201,
+        "status": 201 if made else 200,
         "pass_id": outcome.pass_id,
         "url": url,
         "download_url": download_url,
@@ -261,6 +263,7 @@ async def job_results(
         raise not_found("job", job_id)
     site = ctx.settings.site_url
     as_csv = _wants_csv(request.headers.get("accept"))
+    made = job.type == "import_passes"
 
     async def lines() -> AsyncIterator[str]:
         # One chunk of rows at a time: a 100,000-row job is never held in memory.
@@ -269,7 +272,7 @@ async def job_results(
         async for outcomes in ctx.issuer.jobs.results(job):
             text = []
             for outcome in outcomes:
-                line = _line(outcome, site)
+                line = _line(outcome, site, made)
                 if as_csv:
                     error = line.get("error") or {}
                     text.append(
