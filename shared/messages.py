@@ -225,10 +225,19 @@ class StartJob(_IssuerCommand[JobRecord]):
     total: int
 
 
-class CancelJob(_IssuerCommand[JobRecord]):
+class JobCanceled(_Message):
+    """A canceled job, and how many units of the monthly quota its rows that will never run
+    had reserved (an import's good rows in the chunks it canceled): the api gives them back.
+    Not zero only in the answer of the command that canceled the job."""
+
+    job: JobRecord
+    released: int = 0
+
+
+class CancelJob(_IssuerCommand[JobCanceled]):
     """Take no more of the job's chunks; what is done stays done."""
 
-    result_type: ClassVar[type[BaseModel]] = JobRecord
+    result_type: ClassVar[type[BaseModel]] = JobCanceled
     type: Literal["cancel_job"] = "cancel_job"
     job_id: str
 

@@ -24,12 +24,13 @@ from services.api.idempotency import Scope
 from services.api.job_csv import parse_rows
 from services.api.job_schemas import JobCreate
 from services.api.job_uploads import ImportRequest, upload_import
+from services.api.limits import release_passes
 from services.api.middleware import BodyRule
 from services.api.objects import JobObject, ListObject, pass_urls, responses
 from services.api.schemas import MAX_IMPORT_ROWS
 from shared.design import Design
 from shared.errors import not_found
-from shared.messages import CancelJob, CreateUpdatePassesJob
+from shared.messages import CancelJob, CreateUpdatePassesJob, JobCanceled
 from shared.models import JobRowOutcome, TemplateRecord
 from shared.pagination import PageRequest
 
@@ -189,6 +190,13 @@ async def cancel_job(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     require_id(job_id, "job", "job")
+
+    def answer(canceled: JobCanceled) -> JobObject:
+        # The units of the rows that will never run go back to this month's quota, once: only
+        # the command that canceled the job says any (a replay answers without asking again).
+        release_passes(ctx.quota_leases, ctx.clock, principal, canceled.released)
+        return JobObject.of(canceled.job)
+
     return await send_command(
         ctx,
         principal,
@@ -196,7 +204,7 @@ async def cancel_job(
         idempotency_key,
         None,
         lambda base: CancelJob(**base, job_id=job_id),
-        JobObject.of,
+        answer,
     )
 
 

@@ -11,7 +11,7 @@ from services.issuer.jobs.store import JobStore
 from services.issuer.repository import ConcurrentUpdate, UnitOfWork
 from shared.clock import Clock
 from shared.errors import InvalidRequest, not_found
-from shared.messages import AddImportRows, CancelJob, StartJob
+from shared.messages import AddImportRows, CancelJob, JobCanceled, StartJob
 from shared.models import FINISHED_JOB_STATUSES, JobRecord
 
 Apply = Callable[[UnitOfWork], Awaitable[None]]
@@ -85,19 +85,23 @@ class JobCommands:
 
         return started, apply
 
-    async def cancel(self, cmd: CancelJob) -> tuple[JobRecord, Apply]:
+    async def cancel(self, cmd: CancelJob) -> tuple[JobCanceled, Apply]:
         job = await self._job(cmd)
         if job is None:
             raise not_found("job", cmd.job_id)
         if job.status in FINISHED_JOB_STATUSES:
-            return job, _nothing  # canceling a finished job changes nothing
+            # Canceling a finished job changes nothing, and gives nothing back twice.
+            return JobCanceled(job=job), _nothing
         now = self._clock.now()
-        canceled = job.model_copy(
-            update={"status": "canceled", "finished_at": now, "updated_at": now}
+        canceled = JobCanceled(
+            job=job.model_copy(update={"status": "canceled", "finished_at": now, "updated_at": now})
         )
 
         async def apply(uow: UnitOfWork) -> None:
-            if not await self._store.cancel(uow.session, job.id, job.status, now):
+            unrun = await self._store.cancel(uow.session, job.id, job.status, now)
+            if unrun is None:
                 raise ConcurrentUpdate(job.id)
+            if job.type == "import_passes":  # the others reserve nothing
+                canceled.released = min(unrun, job.reserved)
 
         return canceled, apply

@@ -159,23 +159,25 @@ class JobStore:
 
     async def cancel(
         self, session: AsyncClientSession, job_id: str, status: str, now: datetime
-    ) -> bool:
-        """A job still in `status` canceled with its chunks not done yet; False if its status
-        changed meanwhile. A chunk's commit writes its chunk last, so a chunk being committed
-        either commits first (and stays done) or finds itself canceled and writes nothing."""
+    ) -> int | None:
+        """A job still in `status` canceled with its chunks not done yet; None if its status
+        changed meanwhile, else how many rows without an error those chunks held (an import's
+        rows that reserved a unit of the quota and will never run). A chunk's commit writes its
+        chunk last, so a chunk being committed either commits first (and stays done) or finds
+        itself canceled and writes nothing."""
         result = await self.jobs.update_one(
             {"_id": job_id, "status": status},
             {"$set": {"status": "canceled", "finished_at": now, "updated_at": now}},
             session=session,
         )
         if result.matched_count != 1:
-            return False
-        await self.chunks.update_many(
-            {**_job_range(job_id), "state": {"$in": ["waiting", "pending"]}},
-            {"$set": {"state": "canceled"}},
-            session=session,
-        )
-        return True
+            return None
+        not_done = {**_job_range(job_id), "state": {"$in": ["waiting", "pending"]}}
+        unrun = 0
+        async for chunk in self.chunks.find(not_done, {"items.error": 1}, session=session):
+            unrun += sum(1 for item in chunk.get("items", []) if item.get("error") is None)
+        await self.chunks.update_many(not_done, {"$set": {"state": "canceled"}}, session=session)
+        return unrun
 
     async def insert_job(self, session: AsyncClientSession, record: JobRecord) -> None:
         """A job created whole by one command (a rollout, an update_passes job)."""

@@ -24,7 +24,14 @@ from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import InvalidRequest, NotFound
 from shared.ids import new_id
-from shared.messages import AddImportRows, CancelJob, ImportChunk, ImportRow, StartJob
+from shared.messages import (
+    AddImportRows,
+    CancelJob,
+    ImportChunk,
+    ImportRow,
+    JobCanceled,
+    StartJob,
+)
 from shared.models import JobRecord, JobRowOutcome, RowError, TemplateRecord, row_error
 from shared.nats import create_broker, ensure_events_stream
 from shared.outbox import OutboxRelay
@@ -87,9 +94,10 @@ def _rows(first: int, count: int, bad: dict[int, dict[str, Any]] | None = None) 
 
 
 async def _upload(
-    service: IssuerService, template_id: str, chunks: list[list[ImportRow]]
+    service: IssuerService, template_id: str, chunks: list[list[ImportRow]], reserved: int = 0
 ) -> JobRecord:
-    """An import's upload (one command per two chunks) and its start, as the api sends them."""
+    """An import's upload (one command per two chunks) and its start, as the api sends them
+    (`reserved`: the units of the quota the api reserved for its good rows)."""
     job_id = new_id("job")
     request = command_base()["command_id"]
     numbered = [ImportChunk(seq=seq, rows=rows) for seq, rows in enumerate(chunks)]
@@ -100,6 +108,7 @@ async def _upload(
                 **{**command_base(), "command_id": f"{request}.rows.{n}"},
                 job_id=job_id,
                 template_id=template_id,
+                reserved=reserved,
                 chunks=numbered[n : n + 2],
             ),
         )
@@ -210,14 +219,21 @@ async def test_cancel_stops_taking_chunks_and_keeps_what_is_done(
     service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
 ) -> None:
     template = await _template(service)
-    job = await _upload(service, template.id, [_rows(1, 10), _rows(11, 10), _rows(21, 10)])
+    past_quota = {"error": row_error(InvalidRequest("No quota left.", code="quota_exceeded"))}
+    chunks = [_rows(1, 10), _rows(11, 10), _rows(21, 10, {30: past_quota})]
+    job = await _upload(service, template.id, chunks, reserved=29)
     first, in_flight, _ = await _claim(store)
     assert await worker.run_chunk(first, "test/1")
 
-    canceled = await _job(service, CancelJob(**command_base(), job_id=job.id))
+    answer = await service.handle(CancelJob(**command_base(), job_id=job.id))
 
+    assert isinstance(answer, JobCanceled)
+    canceled = answer.job
     assert canceled.status == "canceled"
     assert canceled.finished_at is not None
+    # The good rows that will never run (the chunk in flight's and the last one's) give their
+    # units back; the row past the quota had none.
+    assert answer.released == 19
     assert not await worker.run_chunk(in_flight, "test/1")  # taken before: not committed
     assert await _claim(store, later=LEASE * 2) == []
     stored = await store.job(ACCOUNT, "test", job.id)
@@ -227,8 +243,9 @@ async def test_cancel_stops_taking_chunks_and_keeps_what_is_done(
     results = await _results(repo, job.id)
     assert [o.row for o in results] == list(range(1, 31))
     assert {o.error.code for o in results[10:] if o.error} == {"job_canceled"}
-    again = await _job(service, CancelJob(**command_base(), job_id=job.id))
-    assert again.status == "canceled"
+    again = await service.handle(CancelJob(**command_base(), job_id=job.id))
+    assert isinstance(again, JobCanceled)
+    assert (again.job.status, again.released) == ("canceled", 0)  # nothing given back twice
 
 
 async def test_an_upload_that_never_finishes_fails_the_job_after_the_timeout(
