@@ -206,10 +206,9 @@ async def test_a_disabled_webhook_is_refused_and_nothing_is_marked(
     assert wakes.count == 0
 
 
-async def test_the_service_answers_a_replayed_recover_from_its_first_run(
-    repo: WebhookRepository, ops: DeliveryOperations, wakes: _Wakes
-) -> None:
-    service = WebhookService(
+@pytest.fixture
+def service(repo: WebhookRepository, ops: DeliveryOperations) -> WebhookService:
+    return WebhookService(
         repo,
         SecretBox(Fernet.generate_key().decode()),
         _Clock(),
@@ -217,6 +216,11 @@ async def test_the_service_answers_a_replayed_recover_from_its_first_run(
         max_per_account=50,
         operations=ops,
     )
+
+
+async def test_the_service_answers_a_replayed_recover_from_its_first_run(
+    repo: WebhookRepository, service: WebhookService, wakes: _Wakes
+) -> None:
     hook = await _hook(repo)
     dead = await _delivery(repo, hook, "dead")
     command = _recover(hook, NOW - timedelta(days=1), None)
@@ -235,18 +239,10 @@ async def test_the_service_answers_a_replayed_recover_from_its_first_run(
 
 
 async def test_a_replayed_resend_answers_the_delivery_as_it_is_now(
-    repo: WebhookRepository, ops: DeliveryOperations
+    repo: WebhookRepository, service: WebhookService
 ) -> None:
     """The record of a resend keeps the delivery's id alone, not its body or the receiver's
     answer (the pass's personal data, which a redaction erases from the delivery itself)."""
-    service = WebhookService(
-        repo,
-        SecretBox(Fernet.generate_key().decode()),
-        _Clock(),
-        allow_private=False,
-        max_per_account=50,
-        operations=ops,
-    )
     hook = await _hook(repo)
     stored = await _delivery(repo, hook, "delivered", response_body="hello Ada")
     command = _resend(hook, stored.id)
