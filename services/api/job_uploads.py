@@ -175,14 +175,11 @@ class ImportRequest:
 
     async def reserve(self) -> int:
         """Units for the good rows, as many as the quota has; 402 if it has none for them."""
+        ctx, principal, plans = self._ctx, self._principal, self._ctx.settings.plans
         wanted = sum(1 for row in await self.rows() if row.error is None)
-        settings = self._ctx.settings
-        ctx, principal = self._ctx, self._principal
-        granted = await reserve_passes(
-            ctx.quota_leases, settings.plans, ctx.clock, principal, wanted
-        )
+        granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, wanted)
         if wanted and not granted:
-            raise quota_exhausted(settings.plans, ctx.clock, principal)
+            raise quota_exhausted(plans, ctx.clock, principal)
         self.granted = granted
         return granted
 

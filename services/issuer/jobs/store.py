@@ -175,7 +175,8 @@ class JobStore:
         not_done = {**_job_range(job_id), "state": {"$in": ["waiting", "pending"]}}
         unrun = 0
         async for chunk in self.chunks.find(not_done, {"items.error": 1}, session=session):
-            unrun += sum(1 for item in chunk.get("items", []) if item.get("error") is None)
+            rows = [item for item in chunk.get("items", []) if isinstance(item, dict)]
+            unrun += sum(1 for row in rows if row.get("error") is None)
         await self.chunks.update_many(not_done, {"$set": {"state": "canceled"}}, session=session)
         return unrun
 

@@ -21,7 +21,7 @@ from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import InternalError
-from shared.messages import CreatePass, UpdateTemplate
+from shared.messages import CancelJob, CreatePass, JobCanceled, UpdateTemplate
 from shared.models import JobRecord, PassRecord, TemplateRecord
 from tests.issuer.jobs.test_worker import _rows, _upload
 from tests.support.api import TEMPLATE_BODY
@@ -270,3 +270,23 @@ async def test_a_sweep_waits_for_its_own_jobs_chunks_only(
     [sweep] = [c for c in chunks if c.items == [SWEEP_ITEM] and c.seq == 0]  # `first`: no pass
 
     assert await _rollouts(repo, artifacts, store).run_chunk(sweep, "test/1") is True
+
+
+async def test_a_canceled_rollout_gives_no_quota_back(
+    service: IssuerService, store: JobStore
+) -> None:
+    """A rollout's chunks hold pass ids and its sweep, not rows that reserved a unit."""
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    for _ in range(2):
+        await _pass(service, template.id)
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved"}
+    patched = await service.handle(
+        UpdateTemplate(**command_base(), template_id=template.id, design=moved)
+    )
+    assert isinstance(patched, TemplateRecord)
+
+    answer = await service.handle(CancelJob(**command_base(), job_id=str(patched.rollout_job_id)))
+
+    assert isinstance(answer, JobCanceled)
+    assert (answer.job.status, answer.released) == ("canceled", 0)
