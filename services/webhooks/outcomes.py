@@ -77,6 +77,22 @@ class OutcomeWriter:
         finally:
             self._writing = None
 
+    async def _tell_missed(self, missed: list[str]) -> None:
+        """Log why outcomes were not recorded: a delivery that still exists had its lease
+        taken over (this replica stalled past it; the other may send the attempt again), one
+        that is gone was deleted with its webhook meanwhile (nothing to tell an operator)."""
+        try:
+            existing = await self._repo.existing_deliveries(missed)
+        except Exception:
+            existing = set(missed)
+        for delivery_id in missed:
+            if delivery_id in existing:
+                log.warning("delivery %s: outcome not recorded: its lease was lost", delivery_id)
+            else:
+                log.debug(
+                    "delivery %s: outcome not recorded: deleted with its webhook", delivery_id
+                )
+
     async def _write(self, batch: list[_Pending]) -> None:
         try:
             recorded = await self._repo.record_attempts(
@@ -88,13 +104,10 @@ class OutcomeWriter:
                 if not item.done.done():
                     item.done.set_exception(exc)
             return
+        missed = [item.delivery_id for item in batch if item.delivery_id not in recorded]
+        if missed:
+            await self._tell_missed(missed)
         for item in batch:
-            if item.delivery_id not in recorded:
-                # This replica stalled past the lease and another took the delivery over (it
-                # may send the attempt again), or the webhook was deleted meanwhile.
-                log.warning(
-                    "delivery %s: outcome not recorded: its lease was lost", item.delivery_id
-                )
             if not item.done.done():
                 item.done.set_result(item.delivery_id in recorded)
         results = [item.result for item in batch if item.result and item.delivery_id in recorded]

@@ -309,6 +309,11 @@ class WebhookRepository:
             doc["_id"] async for doc in cursor if doc.get("attempt_token") == tokens[doc["_id"]]
         }
 
+    async def existing_deliveries(self, delivery_ids: list[str]) -> set[str]:
+        """Those of the ids whose delivery is still stored."""
+        cursor = self.deliveries.find({"_id": {"$in": sorted(delivery_ids)}}, {"_id": 1})
+        return {doc["_id"] async for doc in cursor}
+
     async def postpone(
         self, delivery_id: str, token: str, until: datetime, *, manual: bool
     ) -> None:

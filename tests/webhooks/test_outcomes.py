@@ -110,6 +110,20 @@ async def test_a_lost_lease_answers_false_and_writes_nothing(
     assert lost_lines == [f"delivery {lost.id}: outcome not recorded: its lease was lost"]
 
 
+async def test_an_outcome_of_a_deleted_delivery_is_not_reported_as_a_lost_lease(
+    repo: WebhookRepository, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its webhook was deleted (with its deliveries) while the attempt was made: nothing an
+    operator must look into, so no warning (a warning per delivery said its lease was lost)."""
+    writer, _ = _writer(repo)
+    gone = await _leased(repo, "r1/1")
+    await repo.deliveries.delete_one({"_id": gone.id})
+
+    assert await writer.record(gone.id, "r1/1", _failed()) is False
+
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+
+
 async def test_only_recorded_attempts_count_for_the_endpoint(repo: WebhookRepository) -> None:
     writer, _ = _writer(repo)
     hook = webhook()
