@@ -1,5 +1,6 @@
 """FreshWebhooks (services/webhooks/fresh.py): attempts that waited share one read of their
-webhook while it is young enough, read again once it is not, and never reuse a failed read."""
+webhook while it is young enough, renew it in the background once it is half as old, read
+again (and wait) once it is too old, and never reuse a failed read."""
 
 import asyncio
 
@@ -17,10 +18,13 @@ class Store:
         self.hooks = {hook.id: hook for hook in hooks}
         self.reads: list[set[str]] = []
         self.failing = False
+        self.answer = asyncio.Event()  # the store answers while it is set
+        self.answer.set()
 
     async def read(self, ids: set[str]) -> dict[str, WebhookRecord]:
         self.reads.append(set(ids))
         await asyncio.sleep(0)  # a round trip: attempts arriving meanwhile share it
+        await self.answer.wait()
         if self.failing:
             raise ConnectionError("store unreachable")
         return {key: self.hooks[key] for key in ids if key in self.hooks}
@@ -42,9 +46,9 @@ async def test_attempts_share_a_read_while_it_is_young_then_read_again() -> None
     together = await asyncio.gather(*(fresh.get(hook.id) for _ in range(5)))
     store.hooks[hook.id] = hook.model_copy(update={"url": "https://example.com/b"})
     clock.now += 0.4
-    still_young = await fresh.get(hook.id)
+    still_young = await fresh.get(hook.id)  # and a read in the background, not waited for
     clock.now += 0.2
-    read_again = await fresh.get(hook.id)
+    read_again = await fresh.get(hook.id)  # the first read is too old: the newer one serves
 
     assert [found.url for found in together if found] == ["https://example.com/a"] * 5
     assert still_young is not None
@@ -68,4 +72,25 @@ async def test_a_failed_read_fails_its_attempts_and_is_not_reused() -> None:
         await fresh.get(hook.id)
     store.failing = False
     assert await fresh.get(hook.id) == hook
+    assert len(store.reads) == 2
+
+
+async def test_an_aging_read_is_renewed_without_making_attempts_wait() -> None:
+    hook = webhook(url="https://example.com/a")
+    store, clock = Store(hook), Clock()
+    fresh = FreshWebhooks(store.read, 0.5, clock)
+    await fresh.get(hook.id)
+    store.hooks[hook.id] = hook.model_copy(update={"url": "https://example.com/b"})
+    store.answer.clear()  # the store is slow to answer the renewal
+
+    clock.now += 0.3
+    served = await asyncio.wait_for(fresh.get(hook.id), timeout=5)
+    store.answer.set()
+    clock.now += 0.3
+    renewed = await asyncio.wait_for(fresh.get(hook.id), timeout=5)
+
+    assert served is not None
+    assert served.url == "https://example.com/a"  # 0.3 s old: still fresh enough
+    assert renewed is not None
+    assert renewed.url == "https://example.com/b"
     assert len(store.reads) == 2
