@@ -39,7 +39,7 @@ _LEGACY_BARCODE_FORMATS = frozenset({"qr", "pdf417", "aztec"})
 _BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 _SECONDARY_LIMIT = 4
 DEFAULT_CHANGE_MESSAGE = "Changed to %@"
-_MAX_NUMBER = decimal.Decimal(10) ** 15  # beyond this a JSON number loses precision in Wallet
+_MAX_DIGITS = 15  # a number's magnitude Wallet shows faithfully: 10^-15 to 10^15
 _ALIGNMENTS = {
     "left": "PKTextAlignmentLeft",
     "center": "PKTextAlignmentCenter",
@@ -338,7 +338,10 @@ def _number_options(field: DesignField, value: str) -> dict[str, Any]:
         number = decimal.Decimal(value.strip())
     except decimal.InvalidOperation:
         return {}
-    if not number.is_finite() or abs(number) >= _MAX_NUMBER:
+    # Past 10^15 a JSON number loses precision in Wallet, and under 10^-15 it shows as 0.
+    # `adjusted()` (the exponent of the first digit) cannot overflow: comparing 1e1000000 with
+    # a bound raised decimal.Overflow (a 500, and a pass that could never be rebuilt again).
+    if not number.is_finite() or (number and not -_MAX_DIGITS <= number.adjusted() < _MAX_DIGITS):
         return {}
     options: dict[str, Any] = {
         "value": int(number) if number == number.to_integral_value() else float(number)

@@ -307,6 +307,11 @@ def test_field_options_are_rendered() -> None:
         ({"number_style": "decimal"}, "twelve"),
         ({"number_style": "decimal"}, "NaN"),
         ({"currency_code": "EUR"}, "1e20"),
+        # Past the decimal context's exponent limit: comparing it raised Overflow (a 500,
+        # and a pass that could no longer be rebuilt, so neither voided nor redacted).
+        ({"currency_code": "EUR"}, "1e1000000"),
+        ({"number_style": "decimal"}, "-1E+9999999"),
+        ({"number_style": "decimal"}, "1e-1000000"),
     ],
 )
 def test_unformattable_values_are_plain_text(options: dict[str, Any], value: str) -> None:
