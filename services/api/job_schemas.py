@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.api.schemas import MAX_IMPORT_ROWS
+from services.api.schemas import MAX_IMPORT_ROWS, check_storable
 from shared.errors import InvalidRequest
 from shared.pass_limits import MAX_METADATA_KEYS, field_values_problem, metadata_problem
 
@@ -43,6 +43,14 @@ class JobCreate(BaseModel):
         max_length=MAX_METADATA_KEYS,
         description="update_passes: metadata merged into every pass's (null removes a key).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        # Every value but the rows, which fail alone (each checked as a pass body is).
+        if isinstance(data, dict):
+            check_storable({key: value for key, value in data.items() if key != "rows"})
+        return data
 
     @model_validator(mode="after")
     def _fits_type(self) -> "JobCreate":

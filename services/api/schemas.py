@@ -29,22 +29,28 @@ from shared.scans import MAX_CODE_CHARS, MAX_LOCATION_CHARS
 from shared.urls import url_characters_problem
 
 
+def check_storable(data: Any) -> Any:
+    """`data` if every value in it can be carried and stored (services/api/bodies.py), else
+    the 400 that names the first that cannot."""
+    problem = storable_problem(data, ())
+    if problem is not None:
+        param, reason = problem
+        # Raised as the API error itself: a ValueError here could not name the field.
+        raise InvalidRequest(
+            f"Invalid {param or 'request body'}: {reason}.",
+            param=param,
+            code="parameter_invalid",
+        )
+    return data
+
+
 class StorableBody(BaseModel):
     """A body whose every value can be carried and stored (services/api/bodies.py)."""
 
     @model_validator(mode="before")
     @classmethod
     def _storable(cls, data: Any) -> Any:
-        problem = storable_problem(data, ())
-        if problem is not None:
-            param, reason = problem
-            # Raised as the API error itself: a ValueError here could not name the field.
-            raise InvalidRequest(
-                f"Invalid {param or 'request body'}: {reason}.",
-                param=param,
-                code="parameter_invalid",
-            )
-        return data
+        return check_storable(data)
 
 
 class _Body(StorableBody):

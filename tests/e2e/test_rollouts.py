@@ -38,6 +38,7 @@ from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FINISHED = {"succeeded", "failed", "canceled"}
+JSON = {"Content-Type": "application/json"}
 NEW_BACKGROUND = "rgb(112, 16, 32)"
 
 
@@ -337,6 +338,9 @@ def test_update_passes_refuses_what_no_pass_could_take(stack: Stack) -> None:
             ({**base, "field_values": {"nope": "1"}}, 400, invalid, "field_values.nope"),
             ({**base}, 400, invalid, "field_values"),
             ({**base, "field_values": {"row": "1"}, "rows": [{}]}, 400, invalid, "rows"),
+            # Text that is not Unicode (a lone surrogate) could not be sent on: it was a 500.
+            ({**base, "field_values": {"row": "\ud800"}}, 400, invalid, "field_values.row"),
+            ({**base, "metadata": {"note": "\udfff"}}, 400, invalid, "metadata.note"),
             (
                 {**base, "template_id": "tmpl_missing", "metadata": {"a": 1}},
                 404,
@@ -345,5 +349,7 @@ def test_update_passes_refuses_what_no_pass_could_take(stack: Stack) -> None:
             ),
         ]
         for body, status, type_, param in cases:
-            assert_error(client.post("/v1/jobs", json=body), status, type_, param=param)
+            sent = json.dumps(body)  # escaped: a surrogate goes as \ud800, as a client may send it
+            answer = client.post("/v1/jobs", content=sent, headers=JSON)
+            assert_error(answer, status, type_, param=param)
         assert walk(client, "/v1/jobs", 100) == []
