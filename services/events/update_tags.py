@@ -30,6 +30,7 @@ TAG_VERSION: Final = "v1."
 STORED_TAG_VERSION: Final = "v2."
 INLINE_MAX_LENGTH: Final = 96
 MAX_TAG_LENGTH: Final = 64 * 1024  # a v1 tag a device sends beyond this is not ours: list all
+MAX_VERSION_DIGITS: Final = 18  # a pass's version in a tag: a count of its updates
 
 
 def _digest(serial_number: str) -> str:
@@ -56,7 +57,9 @@ def decode_tag(tag: str | None, max_length: int = MAX_TAG_LENGTH) -> dict[str, i
     versions: dict[str, int] = {}
     for part in filter(None, tag[len(TAG_VERSION) :].split("~")):
         digest, _, version = part.partition("-")
-        if not version.isascii() or not version.isdigit():
+        # A version is a count of updates: 18 digits is far beyond any (and int() refuses
+        # more than 4,300 digits with a ValueError, which was a 500).
+        if not version.isascii() or not version.isdigit() or len(version) > MAX_VERSION_DIGITS:
             return None
         versions[digest] = int(version)
     return versions

@@ -33,7 +33,8 @@ def test_only_passes_whose_version_changed_are_listed() -> None:
 
 def test_without_a_usable_tag_every_pass_is_listed() -> None:
     versions = {"b": 3, "a": 1}
-    for tag in (None, "", "junk", "v1.abc-x", "v1." + "a" * MAX_TAG_LENGTH):
+    huge_version = "v1.abcdef123456-" + "9" * 4301  # int() refuses it: it was a 500
+    for tag in (None, "", "junk", "v1.abc-x", "v1." + "a" * MAX_TAG_LENGTH, huge_version):
         assert updated_since(versions, tag) == ["a", "b"], tag
     assert decode_tag("v1.") == {}
 
