@@ -340,7 +340,8 @@ def _base64(value: str, what: str) -> bytes:
 def _millis_field(document: dict[str, Any], key: str, what: str) -> int:
     # Google writes these as decimal strings ("1553109880808"); a JSON integer is accepted too.
     value = document.get(key)
-    if isinstance(value, str) and value.isascii() and value.isdigit():
+    # At most 16 digits (2^53 has 16): int() refuses over 4,300 with a ValueError, a 500.
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 16:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**53:
         raise MalformedCallback(f"{what}.{key} must be milliseconds since the epoch")

@@ -152,6 +152,26 @@ def test_an_expiry_beyond_any_date_is_malformed(signer: GoogleSigner) -> None:
         _verify(signer, _callback(signer, exp_ms=2**53 - 1))
 
 
+def test_an_expiry_of_thousands_of_digits_is_malformed_signed_or_forged(
+    signer: GoogleSigner,
+) -> None:
+    """int() refuses a string of over 4,300 digits with a ValueError: it was a 500, even for
+    a forged message (parsed, unverified, to tell why its signature failed)."""
+    message = {
+        "classId": CLASS_ID,
+        "objectId": OBJECT_ID,
+        "eventType": "save",
+        "nonce": "n",
+        "expTimeMillis": "9" * 4301,
+    }
+    with pytest.raises(MalformedCallback):
+        _verify(signer, _callback(signer, message=message))
+    forged = _callback(signer)
+    forged["signedMessage"] = json.dumps(message)
+    with pytest.raises(BadMessageSignature):
+        _verify(signer, forged)
+
+
 def test_a_message_for_another_issuer_is_refused(signer: GoogleSigner) -> None:
     other = "3388000000099999999"
     body = _callback(
