@@ -46,8 +46,9 @@ class ApiRepository:
         return await fetch_page(self._accounts, {}, page, dict)
 
     async def keys_page(self, account_id: str, page: PageRequest) -> Page[Document]:
-        """An account's API keys, revoked ones too, newest first."""
-        return await fetch_page(self._keys, {"account_id": account_id}, page, dict)
+        """An account's API keys, revoked ones too, newest first (not its scanner keys)."""
+        query = {"account_id": account_id, "kind": {"$ne": "scanner"}}
+        return await fetch_page(self._keys, query, page, dict)
 
     async def insert_account(self, doc: Document) -> None:
         await self._accounts.insert_one(doc)

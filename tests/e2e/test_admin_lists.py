@@ -39,6 +39,11 @@ def test_an_accounts_keys_are_listed_without_secrets(stack: Stack) -> None:
         path = f"/admin/v1/accounts/{account['id']}/api_keys"
         extra = ok(admin.post(path, json={"mode": "test"}), 201)
         ok(admin.delete(f"/admin/v1/api_keys/{extra['id']}"))
+        # A scanner key is not an API key: it is listed at /v1/scanner_keys, not here (it was,
+        # first whatever its age, as an `api_key` the operator could not revoke).
+        account_headers = {"Authorization": f"Bearer {account['api_keys']['test']}"}
+        with stack.client(headers=account_headers) as client:
+            ok(client.post("/v1/scanner_keys", json={"name": "Gate"}))
         keys = ok(admin.get(path))["data"]
         assert [k["mode"] for k in keys] == ["test", "live", "test"]
         assert keys[0]["id"] == extra["id"]
