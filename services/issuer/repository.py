@@ -415,13 +415,17 @@ class UnitOfWork:
         for pass_id, file, at in files:
             await self.store_pass_file(pass_id, file, at)
 
-    async def replace_template_at(self, record: TemplateRecord, design_version: int) -> None:
-        """Replace a template only while it is at `design_version` (a design change counts
-        its versions: two concurrent ones must not both make the same next version)."""
-        at: Any = {"$in": [1, None]} if design_version == 1 else design_version
+    async def replace_template_at(self, record: TemplateRecord, read: TemplateRecord) -> None:
+        """Replace a template only while it is as `read` found it: at its `design_version` (a
+        design change counts its versions: two concurrent ones must not both make the same
+        next version) and its `updated_at` (a change of its name or flags, which keeps the
+        version, must not be undone by a change prepared from an earlier read)."""
+        at: Any = {"$in": [1, None]} if read.design_version == 1 else read.design_version
         await self.flush()
         result = await self._repo.templates.replace_one(
-            {"_id": record.id, "design_version": at}, record.to_document(), session=self._session
+            {"_id": record.id, "design_version": at, "updated_at": read.updated_at},
+            record.to_document(),
+            session=self._session,
         )
         if result.matched_count != 1:
             raise ConcurrentUpdate(record.id)

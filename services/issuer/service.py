@@ -361,7 +361,7 @@ class IssuerService:
         google_classes = self._google_classes if "design_version" in changes else None
 
         async def apply(uow: UnitOfWork) -> None:
-            await uow.replace_template_at(updated, record.design_version)
+            await uow.replace_template_at(updated, record)
             if google_classes is not None:  # the class is upserted by the Google step
                 await google_classes.mark_class_due(updated, now, uow.session)
             limit = updated.policy().max_redemptions

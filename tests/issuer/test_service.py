@@ -22,7 +22,7 @@ from services.issuer.artifacts import WalletArtifacts
 from services.issuer.config import IssuerSettings
 from services.issuer.google.passes import GoogleWallet
 from services.issuer.identity import load_identities
-from services.issuer.repository import IssuerRepository
+from services.issuer.repository import ConcurrentUpdate, IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import (
@@ -294,6 +294,30 @@ async def test_an_archived_template_issues_no_pass(
     assert (refused.value.code, refused.value.param) == ("template_archived", "template_id")
     assert await repo.passes.count_documents({}) == 0
     assert await _outbox(repo) == []
+
+
+async def test_a_template_change_committed_while_a_patch_was_prepared_is_not_undone(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """A design PATCH is prepared from a read of the template (its images cleaned, its
+    rollout planned: slow); an archiving commits meanwhile. The PATCH's write must not put
+    the template back as it read it: it was guarded by `design_version` alone, which the
+    archiving does not change, and the template came back unarchived."""
+    template = await _template(service)
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved"}
+    patch = UpdateTemplate(**_base(), template_id=template.id, design=moved)
+    prepared = await service._prepare(patch)
+    await service.handle(UpdateTemplate(**_base(), template_id=template.id, archived=True))
+
+    with pytest.raises(ConcurrentUpdate):
+        async with repo.unit_of_work() as uow:
+            await prepared.apply(uow)
+
+    patched = _as(TemplateRecord, await service.handle(patch))  # prepared again, from now
+    assert (patched.archived, patched.design_version) == (True, 2)
+    stored = await repo.template(ACCOUNT, "test", template.id)
+    assert stored is not None
+    assert (stored.archived, stored.design["description"]) == (True, "Moved")
 
 
 async def test_a_replayed_command_answers_its_stored_result_without_writing_again(
