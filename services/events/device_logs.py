@@ -6,6 +6,7 @@ request, each cut to `MAX_MESSAGE_CHARS`, at most `DEVICE_LOGS_PER_DAY` a day, e
 """
 
 import logging
+import re
 
 from services.events.repository import DeviceLogs
 from shared.clock import Clock
@@ -16,6 +17,11 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 64 * 1024
 MAX_ENTRIES = 100
 MAX_MESSAGE_CHARS = 2000
+# Wallet names the device in its messages ("Register task (for device 9f2c…, pass type …") and
+# in the URLs it quotes (".../v1/devices/9f2c…/registrations/…"). The device library identifier
+# alone authorizes the serial listing, so it is stored nowhere in clear: it is masked.
+_DEVICE_IDS = re.compile(r"(?i)(for device |/devices/)[^\s,;)/?]+")
+DEVICE_MASK = "[device]"
 
 
 def parse_logs(body: bytes) -> list[str] | None:
@@ -29,7 +35,11 @@ def parse_logs(body: bytes) -> list[str] | None:
     if not isinstance(logs, list) or not all(isinstance(entry, str) for entry in logs):
         log.info("refused a device log body: not a list of strings under logs")
         return None
-    return [entry[:MAX_MESSAGE_CHARS] for entry in logs[:MAX_ENTRIES]]
+    return [_masked(entry)[:MAX_MESSAGE_CHARS] for entry in logs[:MAX_ENTRIES]]
+
+
+def _masked(message: str) -> str:
+    return _DEVICE_IDS.sub(lambda found: found.group(1) + DEVICE_MASK, message)
 
 
 async def store_logs(logs: DeviceLogs, clock: Clock, body: bytes) -> int:

@@ -26,6 +26,21 @@ def test_a_log_body_is_a_list_of_strings_cut_to_size() -> None:
         assert parse_logs(bad) is None, bad
 
 
+def test_device_library_identifiers_are_masked() -> None:
+    """They alone authorize a device's serial listing (stored only as SHA-256 elsewhere)."""
+    device = "ceed8761e584e814ed4fe73cbb334ee9"
+    message = (
+        f"[2026-11-28 10:00:00 +0000] Register task (for device {device}, pass type "
+        "pass.com.example.event, serial number ABC123; with web service url "
+        f"https://tessera.example/v1/devices/{device}/registrations/pass.com.example.event/"
+        "ABC123) encountered error: Authentication failure"
+    )
+    [stored] = parse_logs(json.dumps({"logs": [message]}).encode()) or [""]
+    assert device not in stored
+    assert "(for device [device], pass type pass.com.example.event, serial number ABC123" in stored
+    assert "/v1/devices/[device]/registrations/pass.com.example.event/ABC123)" in stored
+
+
 @pytest.mark.parametrize(
     "body",
     [
