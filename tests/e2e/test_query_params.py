@@ -104,13 +104,17 @@ def test_passes_filter_by_voided(ctx: Ctx) -> None:
     assert ids(list_page(ctx.client, "/v1/passes", voided="true")) == [voided["id"]]
     assert ids(list_page(ctx.client, "/v1/passes", voided="false")) == [kept["id"]]
     assert ids(list_page(ctx.client, "/v1/passes")) == [voided["id"], kept["id"]]
-    assert_error(
-        ctx.client.get("/v1/passes", params={"voided": "maybe"}),
-        400,
-        "invalid_request_error",
-        param="voided",
-        code="parameter_invalid",
-    )
+    assert ids(list_page(ctx.client, "/v1/passes", voided="1")) == [voided["id"]]
+    assert ids(list_page(ctx.client, "/v1/passes", voided="FALSE")) == [kept["id"]]
+    # Only the documented values: `yes`, `on`, `t` were taken as true.
+    for value in ("maybe", "yes", "on", "t", "n", ""):
+        assert_error(
+            ctx.client.get("/v1/passes", params={"voided": value}),
+            400,
+            "invalid_request_error",
+            param="voided",
+            code="parameter_invalid",
+        )
 
 
 def test_events_filter_by_type(ctx: Ctx) -> None:
@@ -148,6 +152,13 @@ def test_templates_list_archived_ones_on_request(ctx: Ctx) -> None:
     assert ids(list_page(ctx.client, "/v1/templates")) == [ctx.template_id]
     assert ids(list_page(ctx.client, "/v1/templates", archived="true")) == [archived["id"]]
     assert ids(list_page(ctx.client, "/v1/templates", archived="false")) == [ctx.template_id]
+    assert_error(
+        ctx.client.get("/v1/templates", params={"archived": "yes"}),
+        400,
+        "invalid_request_error",
+        param="archived",
+        code="parameter_invalid",
+    )
 
 
 # --- holder_email: matched case-insensitively, shown as given -------------------------------

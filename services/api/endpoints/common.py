@@ -5,7 +5,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 from services.api.accounts import Principal
 from services.api.deps import ApiContext
@@ -17,6 +17,18 @@ from shared.messages import Command, PassEventType, R
 from shared.pagination import PageRequest
 
 BodyT = TypeVar("BodyT", bound=BaseModel)
+_QUERY_BOOLS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _query_bool(value: Any) -> Any:
+    """A query string's boolean: `true`/`false` (any case) or `1`/`0`, and nothing else (a
+    plain `bool` also took `yes`, `on`, `t`, `y`... against the documented values)."""
+    if isinstance(value, str) and value.lower() in _QUERY_BOOLS:
+        return _QUERY_BOOLS[value.lower()]
+    raise ValueError("must be true or false (or 1 or 0)")
+
+
+QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
 
 # `?type=` on the event lists: one of the event types, indexed with the account and mode.
 EventTypeQuery = Annotated[

@@ -9,6 +9,7 @@ from pydantic import EmailStr
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import (
     EventTypeQuery,
+    QueryBool,
     paging,
     require_id,
     require_pass,
@@ -62,7 +63,7 @@ async def list_passes(
     template_id: Annotated[str | None, Query()] = None,
     holder_email: Annotated[EmailStr | None, Query()] = None,
     voided: Annotated[
-        bool | None, Query(description="true: voided passes only; false: the others.")
+        QueryBool | None, Query(description="true: voided passes only; false: the others.")
     ] = None,
 ) -> JSONResponse:
     result = await ctx.issuer.passes_page(

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import paging, require_id, send_command
+from services.api.endpoints.common import QueryBool, paging, require_id, send_command
 from services.api.objects import DeletedObject, ListObject, TemplateObject, responses
 from services.api.schemas import TemplateCreate, TemplateUpdate
 from shared.errors import not_found
@@ -63,7 +63,7 @@ async def list_templates(
     principal: PrincipalDep,
     page: Annotated[PageRequest, paging("template", 50, 100)],
     archived: Annotated[
-        bool, Query(description="true: archived templates only; false (default): the others.")
+        QueryBool, Query(description="true: archived templates only; false (default): the others.")
     ] = False,
 ) -> JSONResponse:
     result = await ctx.issuer.templates_page(
