@@ -81,11 +81,11 @@ class WalletRestClient:
         await self._http.aclose()
 
     async def upsert_class(self, vertical: str, resource: dict[str, Any]) -> dict[str, Any]:
-        """Insert the class, or patch it when it exists; returns Google's resource."""
+        """Insert the class, or replace it when it exists; returns Google's resource."""
         return await self._upsert(_collection(vertical, "Class"), resource)
 
     async def upsert_object(self, vertical: str, resource: dict[str, Any]) -> dict[str, Any]:
-        """Insert the object, or patch it when it exists; returns Google's resource."""
+        """Insert the object, or replace it when it exists; returns Google's resource."""
         return await self._upsert(_collection(vertical, "Object"), resource)
 
     async def patch_object(self, vertical: str, resource: dict[str, Any]) -> dict[str, Any]:
@@ -99,10 +99,13 @@ class WalletRestClient:
             try:
                 return await self._required("POST", f"/{collection}", resource)
             except WalletApiError as exc:
-                # Another issuer process inserted it between our GET and POST: patch instead.
+                # Another issuer process inserted it between our GET and POST: update instead.
                 if exc.status != 409:
                     raise
-        return await self._required("PATCH", path, resource)
+        # `update` (PUT), not `patch`: Google's patch keeps every field the body leaves out, so
+        # a holder's name, seat or barcode removed from the pass (a PATCH to null, a
+        # redaction) would have stayed on the Google object.
+        return await self._required("PUT", path, resource)
 
     async def _required(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         result = await self._call(method, path, body=body)

@@ -1,5 +1,6 @@
 """The REST client against the local fake of Google (real HTTP, Google's shapes)."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -53,11 +54,11 @@ async def test_upsert_class_inserts_then_patches(
         ("GET", f"{path}/{resource['id']}"),
         ("POST", path),
         ("GET", f"{path}/{resource['id']}"),
-        ("PATCH", f"{path}/{resource['id']}"),
+        ("PUT", f"{path}/{resource['id']}"),
     ]
 
 
-async def test_insert_race_falls_back_to_patch(
+async def test_insert_race_falls_back_to_update(
     identity: GoogleIdentity, fake_google: FakeGoogle
 ) -> None:
     resource = sample_class(identity, "coupon")
@@ -67,7 +68,7 @@ async def test_insert_race_falls_back_to_patch(
     async with _client(identity, fake_google) as client:
         await client.upsert_class("offer", resource)
 
-    assert [method for method, _ in fake_google.requests] == ["GET", "POST", "PATCH"]
+    assert [method for method, _ in fake_google.requests] == ["GET", "POST", "PUT"]
     assert fake_google.classes[resource["id"]]["title"] == resource["title"]
 
 
@@ -92,6 +93,22 @@ async def test_object_lifecycle_for_every_vertical(
     assert [method for method, _ in fake_google.requests].count("POST") == 2  # class + object
 
 
+async def test_an_upsert_replaces_the_object_so_removed_fields_are_gone(
+    identity: GoogleIdentity, fake_google: FakeGoogle
+) -> None:
+    """A holder removed from the pass (a PATCH to null, a redaction) must not stay at Google:
+    its patch method keeps the fields a body leaves out."""
+    async with _client(identity, fake_google) as client:
+        await client.upsert_class("generic", sample_class(identity, "generic"))
+        held = sample_object(identity, "generic", holder_name="Ada Lovelace")
+        await client.upsert_object("generic", held)
+        assert "Ada Lovelace" in json.dumps(fake_google.objects[held["id"]])
+        erased = sample_object(identity, "generic", holder_name=None, holder_email=None)
+        await client.upsert_object("generic", erased)
+
+    assert "Ada Lovelace" not in json.dumps(fake_google.objects[held["id"]])
+
+
 async def test_one_token_for_many_calls(identity: GoogleIdentity, fake_google: FakeGoogle) -> None:
     async with _client(identity, fake_google) as client:
         await client.upsert_class("generic", sample_class(identity, "generic"))
@@ -101,7 +118,7 @@ async def test_one_token_for_many_calls(identity: GoogleIdentity, fake_google: F
             )
 
     assert fake_google.token_requests == 1
-    assert len(fake_google.requests) == 8  # GET, then POST or PATCH, per upsert
+    assert len(fake_google.requests) == 8  # GET, then POST or PUT, per upsert
 
 
 async def test_token_renewed_shortly_before_expiry(
