@@ -461,7 +461,11 @@ class UnitOfWork:
         )
         async for doc in copies:
             result = doc["result"]
-            if erase_pass_data(result, pass_id):
+            changed = erase_pass_data(result, pass_id)
+            if result.get("pass_id") == pass_id and result.get("code") is not None:
+                result["code"] = None  # a scan's code may be built from the field values
+                changed = True
+            if changed:
                 await self._repo.processed.update_one(
                     {"_id": doc["_id"]}, {"$set": {"result": result}}, session=self._session
                 )

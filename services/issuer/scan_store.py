@@ -30,10 +30,17 @@ class ScanStore:
 
     async def erase_pass_copy(self, record: PassRecord, session: AsyncClientSession) -> None:
         """A redacted pass's copy in its scan records (what a scanner showed) loses the
-        holder's name and the field values (docs/privacy.md)."""
+        holder's name and the field values, and each record the code scanned: a barcode may
+        be built from field values (a member number), docs/privacy.md."""
         await self._scans.update_many(
             {"account_id": record.account_id, "mode": record.mode, "pass_id": record.id},
-            {"$set": {"scanned_pass.holder_name": None, "scanned_pass.field_values": {}}},
+            {
+                "$set": {
+                    "scanned_pass.holder_name": None,
+                    "scanned_pass.field_values": {},
+                    "code": None,
+                }
+            },
             session=session,
         )
 

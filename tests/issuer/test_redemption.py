@@ -18,7 +18,7 @@ from services.issuer.scan_store import ScanStore
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import InvalidRequest
-from shared.messages import CreatePass, RedeemPass, UpdatePass, UpdateTemplate
+from shared.messages import CreatePass, RedactPass, RedeemPass, UpdatePass, UpdateTemplate
 from shared.models import PassRecord, TemplateRecord
 from shared.redemption import RedemptionInput, RedemptionPolicy, resolve_policy
 from shared.scans import ScanRecord
@@ -187,6 +187,25 @@ async def test_a_single_use_pass_is_accepted_once_and_every_scan_is_recorded(
     assert not stored.voided
     assert (stored.redemption_count, stored.version) == (1, 2)
     assert await _events(repo, "tessera.live.pass.updated") == 1
+
+
+async def test_a_redaction_erases_the_codes_its_scans_read(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """A barcode may show a field value (a member number): the code scanned is the holder's
+    data too, in the scan record and in the scan command's stored result."""
+    _, record = await _issue(service, max_redemptions=None)
+    command = RedeemPass(**command_base(), code=record.serial_number)
+    await service.handle(command)
+
+    await service.handle(RedactPass(**command_base(), pass_id=record.id))
+
+    scan = await repo.db["scans"].find_one({"pass_id": record.id})
+    assert scan is not None
+    assert (scan["code"], scan["scanned_pass"]["holder_name"]) == (None, None)
+    kept = await repo.processed_result(command.command_id)
+    assert kept is not None
+    assert kept["code"] is None
 
 
 async def test_a_replayed_scan_answers_the_same_scan_and_counts_nothing(
