@@ -32,6 +32,7 @@ from shared.errors import ApiError, IdempotencyConflict, InvalidRequest
 from shared.ids import new_id
 
 MAX_KEY_LENGTH = 255
+REDACTED = "[redacted]"
 # Refusals that say "not now" rather than "not this request": the key stays usable.
 NOT_STORED = frozenset({402, 429})
 Action = Callable[[str], Awaitable[tuple[int, Any]]]
@@ -56,6 +57,17 @@ class IdempotencyPolicy:
     clock: Clock
     ttl: timedelta
     lock: timedelta
+
+
+def without_keys(body: Any) -> Any:
+    """Keys are shown once: the copy of an answer kept for replays holds none (`api_keys` of
+    a new account, `key` of a new API or scanner key)."""
+    redacted = dict(body)
+    if "api_keys" in redacted:
+        redacted["api_keys"] = dict.fromkeys(redacted["api_keys"], REDACTED)
+    if "key" in redacted:
+        redacted["key"] = REDACTED
+    return redacted
 
 
 def fingerprint(method: str, path: str, body: Any) -> str:

@@ -59,6 +59,21 @@ def test_a_key_is_made_listed_and_shown_once(ctx: Ctx) -> None:
         assert_error(response, 400, "invalid_request_error", param="name")
 
 
+def test_a_key_made_under_an_idempotency_key_is_made_once(ctx: Ctx) -> None:
+    """Like every POST (spec 8): a retry after a lost answer makes no second key; the
+    replay shows the key as [redacted] (shown once), and the one key is listed."""
+    key = {"Idempotency-Key": "scanner-key-once"}
+    first = ok(ctx.secret.post("/v1/scanner_keys", json={"name": "Gate 4"}, headers=key))
+    again = ctx.secret.post("/v1/scanner_keys", json={"name": "Gate 4"}, headers=key)
+
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert ok(again) == {**first, "key": "[redacted]"}
+    named = [k for k in ok(ctx.secret.get("/v1/scanner_keys"))["data"] if k["name"] == "Gate 4"]
+    assert [k["id"] for k in named] == [first["id"]]
+    other = ctx.secret.post("/v1/scanner_keys", json={"name": "Gate 5"}, headers=key)
+    assert_error(other, 409, "idempotency_error", code="idempotency_key_reused")
+
+
 def test_a_scanner_key_scans_and_nothing_else(ctx: Ctx) -> None:
     template = create_template(ctx.secret)
     ticket = create_pass(ctx.secret, template["id"])

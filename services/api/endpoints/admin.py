@@ -16,14 +16,13 @@ from pydantic import BaseModel, RootModel
 from services.api import accounts, openapi
 from services.api.deps import AdminDep, ApiContext, ContextDep, IdempotencyKey
 from services.api.endpoints.common import idempotent_response, paging
-from services.api.idempotency import OPERATOR
+from services.api.idempotency import OPERATOR, without_keys
 from services.api.schemas import AccountCreate, AccountUpdate, ApiKeyCreate
 from shared.clock import iso
 from shared.errors import not_found
 from shared.ids import has_prefix
 from shared.pagination import PageRequest
 
-REDACTED = "[redacted]"
 router = APIRouter(prefix="/admin/v1", tags=["admin"], dependencies=[AdminDep])
 
 
@@ -51,22 +50,12 @@ async def _idempotent(
         return _Answer(await run())
 
     return await idempotent_response(
-        ctx, OPERATOR, request, key, body, produce, status=status, redact=_without_keys
+        ctx, OPERATOR, request, key, body, produce, status=status, redact=without_keys
     )
 
 
 class _Answer(RootModel[dict[str, Any]]):
     """An operator answer (made here, by the api, which owns accounts and keys)."""
-
-
-def _without_keys(body: Any) -> Any:
-    """Keys are shown once: the copy kept for replays holds none."""
-    redacted = dict(body)
-    if "api_keys" in redacted:
-        redacted["api_keys"] = dict.fromkeys(redacted["api_keys"], REDACTED)
-    if "key" in redacted:
-        redacted["key"] = REDACTED
-    return redacted
 
 
 @router.post("/accounts", status_code=201, summary="Create an account with a test and a live key")

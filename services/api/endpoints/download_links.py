@@ -15,14 +15,13 @@ from fastapi.responses import JSONResponse
 from services.api.accounts import Principal
 from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import command_base, idempotent_response, require_id
-from services.api.idempotency import Scope
+from services.api.idempotency import REDACTED, Scope
 from services.api.objects import DownloadLinkObject, responses
 from services.api.schemas import DownloadLinkCreate
 from shared.ids import new_id, random_token
 from shared.messages import CreateDownloadLink
 
 router = APIRouter(prefix="/v1/passes", tags=["passes"])
-REDACTED = "[redacted]"
 
 
 def token_hash(token: str) -> str:

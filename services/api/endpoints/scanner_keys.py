@@ -1,10 +1,12 @@
 """/v1/scanner_keys: keys that may only scan, made and revoked with the account's secret key
 (services/api/scanner_keys.py)."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from services.api.deps import ContextDep, PrincipalDep
+from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
+from services.api.endpoints.common import idempotent_response
+from services.api.idempotency import Scope, without_keys
 from services.api.objects import ListObject, responses
 from services.api.scan_objects import ScannerKeyCreated, ScannerKeyObject
 from services.api.scanner_keys import (
@@ -21,14 +23,26 @@ router = APIRouter(prefix="/v1/scanner_keys", tags=["scanner keys"])
 @router.post(
     "",
     summary="Create a scanner key (the key is shown in this answer only)",
-    responses=responses(ScannerKeyCreated, 400, 401, 403),
+    responses=responses(ScannerKeyCreated, 400, 401, 403, 409),
 )
 async def create_key(
-    ctx: ContextDep, principal: PrincipalDep, body: ScannerKeyCreate
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    request: Request,
+    body: ScannerKeyCreate,
+    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     require_secret_key(principal)
-    created = await create_scanner_key(ctx.repo, ctx.clock, principal, body.name)
-    return JSONResponse(created.model_dump(mode="json"))
+
+    async def produce(command_id: str) -> ScannerKeyCreated:
+        return await create_scanner_key(ctx.repo, ctx.clock, principal, body.name)
+
+    # Like every POST, idempotent by key; a replay shows the key as "[redacted]" (it is shown
+    # once), the key it made stays listed and can be revoked.
+    scope, data = Scope.of(principal), body.model_dump(mode="json")
+    return await idempotent_response(
+        ctx, scope, request, idempotency_key, data, produce, redact=without_keys
+    )
 
 
 @router.get(

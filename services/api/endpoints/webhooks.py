@@ -14,6 +14,7 @@ from services.api.accounts import Principal
 from services.api.delivery_schemas import DeliveryFilters, RecoverBody, delivery_filters
 from services.api.deps import ApiContext, ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import paging, require_id, send_command
+from services.api.idempotency import REDACTED
 from services.api.objects import DeletedObject, ListObject, responses
 from services.api.schemas import WebhookCreate, WebhookSecretRotate, WebhookUpdate
 from services.api.webhook_objects import (
@@ -38,7 +39,6 @@ from shared.pagination import PageRequest
 from shared.views import WebhookView
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
-REDACTED = "[redacted]"
 
 
 def _redact(shaped: Any) -> Any:
