@@ -19,8 +19,8 @@ from services.api.accounts import Principal
 from services.api.deps import ApiContext
 from services.api.endpoints.common import command_base
 from services.api.errors import validation_error
-from services.api.idempotency import Admission
-from services.api.limits import quota_exhausted, reserve_passes
+from services.api.limits import quota_exhausted
+from services.api.row_units import RowUnits
 from services.api.schemas import ImportRowCreate, PassCreate
 from shared.design import Design
 from shared.errors import ApiError, InvalidRequest, not_found
@@ -141,10 +141,9 @@ def command_budget(ctx: ApiContext) -> int:
 
 class ImportRequest:
     """An import request's rows, checked against its template, and the units of quota they
-    reserve. Both happen on the request's first run (its `admission`), not on a replay of a
-    stored answer: a replay answers the job although the template may have been archived or
-    changed since. A retry that takes the key over (the first run's outcome unknown) gets the
-    first run's count of admitted rows instead of reserving again."""
+    reserve (row_units.py). Both happen on the request's first run (its `admission`), not on
+    a replay of a stored answer: a replay answers the job although the template may have been
+    archived or changed since."""
 
     def __init__(
         self,
@@ -158,7 +157,7 @@ class ImportRequest:
         self.template_id = template_id
         self._bodies_of = bodies_of
         self._rows: list[ImportRow] | None = None
-        self.granted: int | None = None
+        self.units = RowUnits(ctx, principal, self._wanted, none_refuses=True)
 
     async def rows(self) -> list[ImportRow]:
         """Every row checked (once): the template answers as for POST /v1/passes if it cannot
@@ -173,21 +172,8 @@ class ImportRequest:
             self._rows = import_rows(self._bodies_of(template), design)
         return list(self._rows)
 
-    async def reserve(self) -> int:
-        """Units for the good rows, as many as the quota has; 402 if it has none for them."""
-        ctx, principal, plans = self._ctx, self._principal, self._ctx.settings.plans
-        wanted = sum(1 for row in await self.rows() if row.error is None)
-        granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, wanted)
-        if wanted and not granted:
-            raise quota_exhausted(plans, ctx.clock, principal)
-        self.granted = granted
-        return granted
-
-    async def reserved_before(self, kept: Any) -> None:
-        self.granted = kept if isinstance(kept, int) else None
-
-    def admission(self) -> Admission:
-        return Admission(self.reserve, self.reserved_before)
+    async def _wanted(self) -> int:
+        return sum(1 for row in await self.rows() if row.error is None)
 
 
 async def upload_import(
@@ -199,12 +185,8 @@ async def upload_import(
     if existing is not None and existing.status != "uploading":
         return existing  # a retry of a request whose upload finished
     rows = await request.rows()
-    if existing is not None:
-        granted = existing.reserved  # as the first attempt decided, so the same rows pass
-    elif request.granted is not None:
-        granted = request.granted
-    else:  # a retry of a first run that stopped before it kept its count
-        granted = await request.reserve()
+    # On a retry whose upload had begun, as the first attempt decided, so the same rows pass.
+    granted = existing.reserved if existing is not None else await request.units.granted()
     wanted = sum(1 for row in rows if row.error is None)
     if granted < wanted:
         past = row_error(quota_exhausted(ctx.settings.plans, ctx.clock, principal))

@@ -76,7 +76,7 @@ async def _create_import(
 
     scope = Scope.of(principal)
     return await idempotent_response(
-        ctx, scope, request, key, fingerprinted, produce, status=202, admit=upload.admission()
+        ctx, scope, request, key, fingerprinted, produce, status=202, admit=upload.units.admission()
     )
 
 

@@ -4,13 +4,11 @@ its own, the whole batch idempotent under one Idempotency-Key.
 Each row is checked as POST /v1/passes checks its body; the quota is reserved for the rows that
 passed, as many as fit (rows past it answer 402 each); those rows go to the issuer in one
 command (`CreatePasses`), which writes their passes in one transaction. Units of rows the issuer
-refused are given back. With an Idempotency-Key the count the quota admitted is kept with the
-key, so a retry after a timeout re-sends the same rows and takes no unit twice.
+refused are given back. With an Idempotency-Key the units are reserved once (row_units.py): a
+retry after a timeout re-sends the same rows and takes no unit twice.
 With `bundle: true` (at most 10 rows) the same command also makes a pass bundle of the passes
 made, in the same transaction.
 """
-
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -18,9 +16,9 @@ from fastapi.responses import JSONResponse
 from services.api.bundle_objects import PassBundleObject
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import command_base, idempotent_response
-from services.api.idempotency import Admission, Scope
+from services.api.idempotency import Scope
 from services.api.job_uploads import checked
-from services.api.limits import quota_exhausted, release_passes, reserve_passes
+from services.api.limits import quota_exhausted, release_passes
 from services.api.objects import (
     BatchObject,
     BatchRowObject,
@@ -28,6 +26,7 @@ from services.api.objects import (
     error_body,
     responses,
 )
+from services.api.row_units import RowUnits
 from services.api.schemas import PassBatchCreate, PassCreate
 from shared.errors import InvalidRequest
 from shared.messages import BatchRow, BatchRowResult, CreatePasses
@@ -62,23 +61,14 @@ async def create_passes(
     site = ctx.settings.site_url
     plans = ctx.settings.plans
     valid = [row for row in rows if isinstance(row, BatchRow)]
-    reserved: list[int] = []  # how many rows the quota admits, decided once per key
 
-    async def reserve() -> int:
-        granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, len(valid))
-        reserved.append(granted)
-        return granted
+    async def wanted() -> int:
+        return len(valid)
 
-    async def reserved_before(kept: Any) -> None:
-        # A retry re-sends the rows the first run sent, under the same command id: the issuer
-        # answers what it made of them, and no unit is taken twice.
-        if isinstance(kept, int):
-            reserved.append(kept)
-        else:  # the first run stopped between reserving and keeping its count
-            await reserve()
+    units = RowUnits(ctx, principal, wanted)
 
     async def produce(command_id: str) -> BatchObject:
-        granted = reserved[-1]
+        granted = await units.granted()
         results: dict[int, BatchRowResult] = {}
         bundle = None
         if granted:
@@ -117,7 +107,6 @@ async def create_passes(
 
     data = body.model_dump(mode="json")
     scope = Scope.of(principal)
-    admission = Admission(reserve, reserved_before)
     return await idempotent_response(
-        ctx, scope, request, idempotency_key, data, produce, admit=admission
+        ctx, scope, request, idempotency_key, data, produce, admit=units.admission()
     )
