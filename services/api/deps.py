@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Request
 from faststream.nats import NatsBroker
 
-from services.api.accounts import Principal
+from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
 from services.api.events_out import record_pass_event
 from services.api.idempotency import IdempotencyPolicy
@@ -125,6 +125,48 @@ async def _principal(
 
 
 PrincipalDep = Annotated[Principal, Depends(_principal)]
+
+
+async def _variant_a_principal(
+    ctx: ContextDep,
+    x_api_key: Annotated[str | None, Header(alias="x-api-key", include_in_schema=False)] = None,
+) -> Principal:
+    """Variant A's `x-api-key`. Its rate limit and quota are taken by the endpoint
+    (`ApiContext.admit_pass`) once the body is known to be valid."""
+    principal = await authenticate(ctx.repo, x_api_key)
+    account_id_var.set(principal.account_id)
+    return principal
+
+
+VariantAPrincipalDep = Annotated[Principal, Depends(_variant_a_principal)]
+
+
+async def authenticate_unread_body(request: Request) -> None:
+    """Authenticate a request whose body could not be read as JSON, as its route would have.
+
+    FastAPI reads the body before it runs a route's dependencies, so without this a stranger
+    would get 400 `invalid_json` where a well-formed body gets 401: authentication comes first
+    (docs/api-decisions.md). Raises the route's authentication error; a route without an
+    API key (the public pages, the wallet callbacks) raises nothing.
+    """
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    calls = _dependency_calls(dependant) if dependant is not None else set()
+    ctx = await _context(request)
+    if _principal in calls:
+        await _principal(ctx, request, request.headers.get("authorization"))
+    elif _variant_a_principal in calls:
+        await _variant_a_principal(ctx, request.headers.get("x-api-key"))
+    elif _admin in calls:
+        await _admin(ctx, request, request.headers.get("authorization"))
+
+
+def _dependency_calls(dependant: Any) -> set[Any]:
+    calls = set()
+    for dependency in dependant.dependencies:
+        calls.add(dependency.call)
+        calls |= _dependency_calls(dependency)
+    return calls
 
 
 async def _admin(

@@ -15,6 +15,7 @@ from pymongo.errors import ConnectionFailure
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from services.api.deps import authenticate_unread_body
 from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, InvalidRequest, MethodNotAllowed, NotFound
 from shared.validation_messages import client_message
@@ -60,6 +61,17 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
     return InvalidRequest(f"Invalid {param}: {message}.", param=param, code="parameter_invalid")
 
 
+async def _after_authentication(request: Request, error: ApiError) -> JSONResponse:
+    """A body that is not JSON is refused only once the request is authenticated: FastAPI
+    reads the body before the route's dependencies run, so a stranger would learn of the
+    route's 400 before its 401 (services/api/deps.py `authenticate_unread_body`)."""
+    try:
+        await authenticate_unread_body(request)
+    except ApiError as refused:
+        return error_response(request, refused)
+    return error_response(request, error)
+
+
 def _allowed_methods(request: Request) -> str | None:
     """Every method some route serves at this path (the router's own Allow names only one)."""
     allowed = []
@@ -95,7 +107,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(request, validation_error(exc))
+        error = validation_error(exc)
+        if error.code == "invalid_json":
+            return await _after_authentication(request, error)
+        return error_response(request, error)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -117,7 +132,7 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError | ValueError):
             # FastAPI's 400 for a body json.loads could not parse beyond a JSONDecodeError:
             # nesting deep enough to exhaust the parser's recursion, or undecodable bytes.
-            return error_response(request, NOT_JSON)
+            return await _after_authentication(request, NOT_JSON)
         if exc.status_code == 400:
             # FastAPI's own 400: in the interface's shape.
             return error_response(

@@ -323,6 +323,40 @@ def test_auth_comes_before_validation_and_lookup(stack: Stack) -> None:
         )
 
 
+@pytest.mark.parametrize("body", [b"{nope", b"[" * 100_000, b"\xff\xfe"])
+def test_a_body_that_is_not_json_is_refused_only_after_authentication(
+    stack: Stack, body: bytes
+) -> None:
+    """FastAPI reads a body before a route's dependencies run; the key still comes first."""
+    account = stack.new_account()
+    json_type = {"Content-Type": "application/json"}
+    with stack.client() as client:
+        for path in ("/v1/templates", "/v1/passes/batch", "/v1/webhooks"):
+            anonymous = client.post(path, content=body, headers=json_type)
+            assert_error(anonymous, 401, "authentication_error")
+            known = client.post(path, content=body, headers={**json_type, **account.headers()})
+            assert_error(known, 400, "invalid_request_error", code="invalid_json")
+        variant_a = client.post("/passes", content=body, headers=json_type)
+        assert variant_a.status_code == 401, variant_a.text
+        assert set(variant_a.json()) == {"message"}
+        refused = client.post(
+            "/passes", content=body, headers={**json_type, "x-api-key": account.test_key}
+        )
+        assert refused.status_code == 400, refused.text
+        admin = client.post("/admin/v1/accounts", content=body, headers=json_type)
+        assert_error(admin, 401, "authentication_error")
+        operator = {**json_type, **stack.admin_headers()}
+        admin = client.post("/admin/v1/accounts", content=body, headers=operator)
+        assert_error(admin, 400, "invalid_request_error", code="invalid_json")
+
+
+def test_variant_a_answers_401_before_it_looks_at_the_body(stack: Stack) -> None:
+    with stack.client() as client:
+        response = client.post("/passes", json={"templateId": 5})
+    assert response.status_code == 401, response.text
+    assert set(response.json()) == {"message"}
+
+
 # --- mode and account isolation -----------------------------------------------------------
 
 

@@ -5,22 +5,20 @@ Wallet save link. Errors are `{"message"}` (see services/api/rendering.py). It r
 `created` event as `POST /v1/passes`.
 """
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StrictStr
 
 from services.api import variant_a
-from services.api.accounts import authenticate
-from services.api.deps import ContextDep
+from services.api.deps import ContextDep, VariantAPrincipalDep
 from services.api.endpoints.common import command_base
 from services.api.objects import pass_urls
 from services.api.schemas import StorableBody
 from shared.design import Design
 from shared.errors import NotFound
 from shared.ids import has_prefix, new_id
-from shared.logs import account_id_var
 from shared.messages import CreatePass
 
 router = APIRouter(tags=["Variant A"])
@@ -69,13 +67,9 @@ _DECLARED = {
     },
 )
 async def create_pass(
-    ctx: ContextDep,
-    body: CreatePassRequest,
-    x_api_key: Annotated[str | None, Header(alias="x-api-key", include_in_schema=False)] = None,
+    ctx: ContextDep, principal: VariantAPrincipalDep, body: CreatePassRequest
 ) -> JSONResponse:
-    principal = await authenticate(ctx.repo, x_api_key)
     await ctx.admit_pass(principal)
-    account_id_var.set(principal.account_id)
     template_id = body.templateId
     template = None
     if has_prefix(template_id, "template"):
