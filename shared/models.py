@@ -96,6 +96,9 @@ class PassRecord(_Record):
     google_status: GoogleStatus | None = None
     google_sync_due: datetime | None = None
     google_error: str | None = None
+    # A digest of the object as last synced (google/passes.py `object_digest`): a job that
+    # re-renders the pass marks it for the Google step only when its object differs.
+    google_object_digest: str | None = None
     version: int = 1
     # The template's design_version its current file was built from.
     design_version: int = 1

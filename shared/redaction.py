@@ -24,6 +24,8 @@ _ERASED: dict[str, Any] = {
     "metadata": {},
     # A Google save link is a signed JWT that repeats the holder's name and the field values.
     "google_save_url": None,
+    # The digest of the Google object made from them.
+    "google_object_digest": None,
 }
 
 

@@ -9,8 +9,7 @@ import logging
 
 from services.issuer.assets import pass_assets
 from services.issuer.content import metadata_dates
-from services.issuer.google.passes import GoogleWallet
-from services.issuer.google.passes import resources as google_resources
+from services.issuer.google.passes import GoogleWallet, object_digest
 from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, SignedPass, sign_pass
@@ -74,35 +73,21 @@ class WalletArtifacts:
     def _google_for(self, record: PassRecord) -> bool:
         return record.mode != "live" or self.identities.google_live
 
-    def google_objects_change(self, before: TemplateRecord, after: TemplateRecord) -> bool:
-        """Whether a design change reaches the Google objects, not only the class: compares
-        the object of a sample pass with every field filled under each design. Always False
-        without Google credentials (nothing is patched then)."""
+    def google_object_changed(
+        self, template: TemplateRecord, design: Design, before: PassRecord, after: PassRecord
+    ) -> bool:
+        """Whether a pass re-rendered by a job (`before` as stored, `after` its new version
+        from `template`) needs its Google object upserted: unless the object at Google
+        (`before`'s synced digest) is the one `after` makes. Compared per pass, because what
+        reaches the objects depends on the pass (its values, dates, the defaults it leaves
+        to the design) and on every design change since it was last synced."""
         if self._google.client is None:
             return False
-        keys = sorted(
-            Design.from_stored(before.design).field_keys()
-            | Design.from_stored(after.design).field_keys()
-        )
-        sample = PassRecord.model_validate(
-            {
-                "_id": "pass_sample",
-                "account_id": after.account_id,
-                "mode": after.mode,
-                "short_id": "sample",
-                "template_id": after.id,
-                "serial_number": "sample",
-                "holder_name": "Sample",
-                "field_values": {key: f"value {n}" for n, key in enumerate(keys)},
-                "authentication_token": "sample",
-                "created_at": after.updated_at,
-                "updated_at": after.updated_at,
-            }
-        )
-        objects = [
-            google_resources(self._google, template, sample)[1] for template in (before, after)
-        ]
-        return objects[0] != objects[1]
+        if before.google_status != "synced" or before.google_object_digest is None:
+            return True
+        logo_url = self.logo_url(template, design)
+        now = object_digest(self._google, template, after, logo_url=logo_url)
+        return now != before.google_object_digest
 
     async def signed_pass(
         self, record: PassRecord, template: TemplateRecord, design: Design

@@ -353,7 +353,6 @@ class IssuerService:
                 record,
                 updated,
                 now,
-                google_objects=self._artifacts.google_objects_change(record, updated),
                 sweep_at=now + self._rollout_sweep,
             )
             updated.rollout_job_id = job.id

@@ -6,6 +6,8 @@ the class and object are upserted through the Wallet API by a separate, retried 
 identity, which Google does not know), the link is fat: it carries the class and the object.
 """
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,13 +69,30 @@ async def sync_object(
     pass_record: PassRecord,
     *,
     logo_url: str | None = None,
-) -> None:
-    """Insert or update the pass's object as it is now (idempotent by the object's id); a
-    no-op without a client."""
+) -> str | None:
+    """Insert or update the pass's object as it is now (idempotent by the object's id); the
+    digest of what was sent. A no-op without a client (None)."""
     if wallet.client is None:
-        return
+        return None
     _resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
     await wallet.client.upsert_object(vertical_for(template.type), resource)
+    return digest(resource)
+
+
+def object_digest(
+    wallet: GoogleWallet,
+    template: TemplateRecord,
+    pass_record: PassRecord,
+    *,
+    logo_url: str | None = None,
+) -> str:
+    """The digest of the pass's object as `sync_object` would send it now."""
+    return digest(resources(wallet, template, pass_record, logo_url=logo_url)[1])
+
+
+def digest(resource: dict[str, Any]) -> str:
+    canonical = json.dumps(resource, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 async def sync_template(

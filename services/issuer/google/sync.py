@@ -87,9 +87,10 @@ class GoogleSyncStore:
             async for doc in won
         ]
 
-    async def synced(self, record: PassRecord, token: str) -> bool:
-        """The version sent is the pass's current one: synced, lease given back. False (the
-        lease given back alone) when the pass changed meanwhile: its new version is due."""
+    async def synced(self, record: PassRecord, token: str, digest: str | None) -> bool:
+        """The version sent is the pass's current one: synced (with the `digest` of the object
+        sent), lease given back. False (the lease given back alone) when the pass changed
+        meanwhile: its new version is due."""
         lease = {"google_lease_owner": "", "google_lease_until": ""}
         matched = 0
 
@@ -102,6 +103,7 @@ class GoogleSyncStore:
                         "google_status": "synced",
                         "google_sync_due": None,
                         "google_error": None,
+                        "google_object_digest": digest,
                     },
                     "$unset": {**lease, "google_attempts": ""},
                 },
@@ -270,7 +272,7 @@ class GoogleSyncer:
         design = Design.from_stored(template.design)
         try:
             await self._ensure_class(template)
-            await sync_object(
+            digest = await sync_object(
                 self._artifacts.google,
                 template,
                 record,
@@ -291,7 +293,7 @@ class GoogleSyncer:
             self._poller.wake(delay)
             return
         GOOGLE_SYNCS.labels(outcome="synced").inc()
-        if not await self._store.synced(record, lease.token):
+        if not await self._store.synced(record, lease.token, digest):
             self._poller.wake()  # a newer version is due
 
     async def _ensure_class(self, template: TemplateRecord) -> None:

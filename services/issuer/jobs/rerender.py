@@ -40,8 +40,6 @@ class Changed:
 
     updates: dict[str, Any]
     event_metadata: dict[str, Any]
-    # Whether the pass's Google object changes (with Google credentials it is then patched).
-    google_object: bool
 
 
 class Change(Protocol):
@@ -158,7 +156,10 @@ class PassRerenderer:
         content = self._artifacts.content(updated, template, design)
         with PKPASS_BUILD.time():
             signed = sign_pass(content, self._artifacts.identities.apple, assets)
-        self._artifacts.attach_google(updated, object_changed=changed.google_object)
+        # With Google credentials, the object is upserted only if it is not already the one
+        # at Google (the class, which the design's own changes reach, is the PATCH's).
+        object_changed = self._artifacts.google_object_changed(template, design, record, updated)
+        self._artifacts.attach_google(updated, object_changed=object_changed)
         file = PassFile(
             version=updated.version,
             pass_json=signed.pass_json,

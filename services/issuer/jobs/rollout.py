@@ -100,7 +100,6 @@ def _to_current_design(
     return Changed(
         updates={},
         event_metadata={"design_version": template.design_version},
-        google_object=bool(job.params.get("google_objects", True)),
     )
 
 
@@ -111,7 +110,6 @@ async def plan_rollout(
     after: TemplateRecord,
     now: datetime,
     *,
-    google_objects: bool,
     sweep_at: datetime,
 ) -> tuple[JobRecord, Callable[[UnitOfWork], Awaitable[None]], Callable[[], Awaitable[None]]]:
     """The rollout job of `after` (the template at its new design_version), its writes for the
@@ -128,7 +126,7 @@ async def plan_rollout(
             "status": "queued",
             "template_id": after.id,
             "total": len(pass_ids),
-            "params": {"design_version": after.design_version, "google_objects": google_objects},
+            "params": {"design_version": after.design_version},
             "created_at": now,
             "updated_at": now,
         }

@@ -54,7 +54,6 @@ def _with_values(
     return Changed(
         updates={"field_values": field_values, "metadata": metadata},
         event_metadata={"field_values": sorted(new_values), "metadata": sorted(new_metadata)},
-        google_object=bool(new_values),
     )
 
 

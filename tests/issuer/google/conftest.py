@@ -1,12 +1,23 @@
 """Fixtures for the Google Wallet tests: one development identity and the fake Google."""
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from services.issuer.artifacts import WalletArtifacts
+from services.issuer.config import IssuerSettings
+from services.issuer.google.client import WalletRestClient
 from services.issuer.google.identity import GoogleIdentity, ensure_dev_google_identity
+from services.issuer.google.passes import GoogleWallet
+from services.issuer.google.sync import GoogleSyncer, GoogleSyncStore
+from services.issuer.identity import load_identities
+from services.issuer.repository import IssuerRepository
+from shared.clock import SystemClock
 from tests.issuer.google import walletschema
 from tests.support.fake_google import FakeGoogle, running_fake_google
+from tests.support.issuer import SITE
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +32,39 @@ def fake_google(identity: GoogleIdentity) -> Iterator[FakeGoogle]:
     with running_fake_google(validate=walletschema.errors) as fake:
         fake.register(identity.client_email, identity.public_key_pem())
         yield fake
+
+
+@pytest.fixture
+async def synced_artifacts(
+    tmp_path: Path, identity: GoogleIdentity, fake_google: FakeGoogle
+) -> AsyncIterator[WalletArtifacts]:
+    """The issuer's artifacts with a Wallet REST client of the fake Google."""
+    identities = load_identities(IssuerSettings.model_validate({"data_dir": tmp_path}))
+    async with WalletRestClient(
+        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
+    ) as client:
+        google = GoogleWallet(identity, client, origins=[SITE])
+        live = dataclasses.replace(identities, google=identity)
+        yield WalletArtifacts(live, google, site_url=SITE, wallet_url=SITE)
+
+
+@pytest.fixture
+async def syncer(
+    repo: IssuerRepository, synced_artifacts: WalletArtifacts
+) -> AsyncIterator[GoogleSyncer]:
+    """The Google step, running: what commands mark is upserted to the fake Google."""
+    store = GoogleSyncStore(repo.db)
+    await store.ensure_indexes()
+    worker = GoogleSyncer(
+        store,
+        repo,
+        synced_artifacts,
+        SystemClock(),
+        concurrency=4,
+        lease_seconds=30,
+        poll_seconds=0.2,
+        retry_max_seconds=0.2,
+    )
+    worker.start()
+    yield worker
+    await worker.stop()

@@ -3,76 +3,30 @@ HTTP): passes marked by their commands are upserted after the commit, a class on
 version, failures are recorded on the pass and retried, a pass changed meanwhile is synced again.
 """
 
-import dataclasses
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from services.issuer.artifacts import WalletArtifacts
-from services.issuer.config import IssuerSettings
-from services.issuer.google.client import WalletRestClient
-from services.issuer.google.identity import GoogleIdentity
-from services.issuer.google.passes import GoogleWallet
 from services.issuer.google.sync import GoogleSyncer, GoogleSyncStore
-from services.issuer.identity import load_identities
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.messages import CreatePass, UpdatePass, UpdateTemplate
 from shared.models import PassRecord, TemplateRecord
 from tests.support.fake_google import FakeGoogle
-from tests.support.issuer import SITE, command_base, issuer_repository, template_command
+from tests.support.issuer import command_base, template_command
 from tests.support.polling import poll_async
 
 pytestmark = pytest.mark.asyncio
 
 
 @pytest.fixture
-async def repo(mongo_url: str) -> AsyncIterator[IssuerRepository]:
-    async with issuer_repository(mongo_url) as repository:
-        yield repository
-
-
-@pytest.fixture
-async def artifacts(
-    tmp_path: Path, identity: GoogleIdentity, fake_google: FakeGoogle
-) -> AsyncIterator[WalletArtifacts]:
-    identities = load_identities(IssuerSettings.model_validate({"data_dir": tmp_path}))
-    async with WalletRestClient(
-        identity, api_base_url=fake_google.api_base_url, token_uri=fake_google.token_uri
-    ) as client:
-        google = GoogleWallet(identity, client, origins=[SITE])
-        live = dataclasses.replace(identities, google=identity)
-        yield WalletArtifacts(live, google, site_url=SITE, wallet_url=SITE)
-
-
-@pytest.fixture
-async def syncer(repo: IssuerRepository, artifacts: WalletArtifacts) -> AsyncIterator[GoogleSyncer]:
-    store = GoogleSyncStore(repo.db)
-    await store.ensure_indexes()
-    worker = GoogleSyncer(
-        store,
-        repo,
-        artifacts,
-        SystemClock(),
-        concurrency=4,
-        lease_seconds=30,
-        poll_seconds=0.2,
-        retry_max_seconds=0.2,
-    )
-    worker.start()
-    yield worker
-    await worker.stop()
-
-
-@pytest.fixture
 def service(
-    repo: IssuerRepository, artifacts: WalletArtifacts, syncer: GoogleSyncer
+    repo: IssuerRepository, synced_artifacts: WalletArtifacts, syncer: GoogleSyncer
 ) -> IssuerService:
     store = GoogleSyncStore(repo.db)
-    return IssuerService(repo, artifacts, SystemClock(), syncer.wake, google_classes=store)
+    return IssuerService(repo, synced_artifacts, SystemClock(), syncer.wake, google_classes=store)
 
 
 async def _stored(repo: IssuerRepository, pass_id: str) -> dict[str, Any]:
