@@ -64,7 +64,9 @@ def worker(repo: IssuerRepository, synced_artifacts: WalletArtifacts, store: Job
     return job_worker(repo, store, registry)
 
 
-async def _issued(service: IssuerService, repo: IssuerRepository) -> tuple[TemplateRecord, list]:
+async def _issued(
+    service: IssuerService, repo: IssuerRepository
+) -> tuple[TemplateRecord, list[PassRecord]]:
     """A template and three passes of it, each synced to Google."""
     template = await service.handle(template_command())
     assert isinstance(template, TemplateRecord)
