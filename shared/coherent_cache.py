@@ -21,7 +21,9 @@ change reaches every replica (docs/architecture.md#caches-kept-coherent-across-r
   two servers of a cluster may disagree on), whichever comes first: a replica's later
   heartbeats reach it after the invalidation, which it has applied by then. An invalidator that
   subscribed less than a lease ago also waits until that long has passed, for replicas it has
-  not heard yet.
+  not heard yet; so does one whose connection is new (a reconnect, perhaps to another node of
+  a cluster: what was sent while it was away never reached it). A stopping replica stops
+  answering from its cache before it says goodbye (the others stop waiting for it then).
 - A cache fill races an invalidation: a read that began before the invalidation was applied is
   not stored (the generation counter changed meanwhile).
 
@@ -169,6 +171,7 @@ class CoherentCache(Generic[V]):
         # Bumped by every invalidation: a fill that began under another generation is dropped.
         self.generation = 0
         self._fresh_until = 0.0
+        self._stopping = False
         self._connection_epoch: int | None = None
         self._sent: dict[int, tuple[float, int]] = {}
         self._seq = 0
@@ -176,8 +179,10 @@ class CoherentCache(Generic[V]):
         self._pending: dict[str, _Pending] = {}
         self._task: asyncio.Task[None] | None = None
         self._subscription: Subscription | None = None
-        # When the subscription took effect: heartbeats before it were not heard here.
+        # When the subscription took effect on the connection `_listening_epoch`: heartbeats
+        # before it were not heard here (nor those sent while a reconnect was under way).
         self._listening_since: float | None = None
+        self._listening_epoch: int | None = None
 
     # -- the cache ------------------------------------------------------------------------------
 
@@ -245,7 +250,7 @@ class CoherentCache(Generic[V]):
             except (NatsError, OSError) as exc:
                 raise _unconfirmed() from exc
             await self._wait_for_echo(pending)
-            await self._wait_for_peers(pending)
+            await self._wait_for_peers(pending, self._listening_on(connection))
         finally:
             del self._pending[message.id]
             if replies is not None:
@@ -273,10 +278,21 @@ class CoherentCache(Generic[V]):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(pending.changed.wait(), remaining)
 
-    async def _wait_for_peers(self, pending: _Pending) -> None:
+    def _listening_on(self, connection: Client) -> float:
+        """Since when this replica has heard the others on `connection`. A new connection (a
+        reconnect, perhaps to another node of a cluster) heard nothing sent while it was
+        away: it listens from when it was first seen here."""
+        epoch = self._epoch(connection)
+        if self._listening_since is None:
+            return time.monotonic()
+        if epoch != self._listening_epoch:
+            self._listening_since, self._listening_epoch = time.monotonic(), epoch
+        return self._listening_since
+
+    async def _wait_for_peers(self, pending: _Pending, listening_since: float) -> None:
         lease = self._timings.lease + self._timings.order_margin
         # Replicas heard of only before this one listened may hold a lease for this long.
-        unheard = (self._listening_since or time.monotonic()) + lease
+        unheard = listening_since + lease
         while True:
             now = time.monotonic()
             waiting = [
@@ -298,6 +314,9 @@ class CoherentCache(Generic[V]):
         self._task = asyncio.create_task(self._run(), name=self._name)
 
     async def stop(self) -> None:
+        # No answer from the cache once the others may stop waiting for this replica.
+        self._stopping = True
+        self._fresh_until = 0.0
         connection = self._connection()
         if connection is not None:
             with contextlib.suppress(Exception):
@@ -334,8 +353,10 @@ class CoherentCache(Generic[V]):
             self._subscription = await connection.subscribe(
                 f"{self._prefix}.>", cb=self._on_message
             )
+        if self._listening_since is None:
             await connection.flush()  # the server has the subscription from here on
             self._listening_since = time.monotonic()
+            self._listening_epoch = self._epoch(connection)
         while True:
             self._seq += 1
             self._sent[self._seq] = (time.monotonic(), self._epoch(connection))
@@ -375,7 +396,7 @@ class CoherentCache(Generic[V]):
             self._clear()
             self._connection_epoch = epoch
         sent_at, sent_epoch = sent
-        if sent_epoch == epoch:
+        if sent_epoch == epoch and not self._stopping:
             self._fresh_until = max(self._fresh_until, sent_at + self._timings.lease)
         for peer, seen in list(self._peers.items()):
             if seen + self._timings.lease * 10 < now:

@@ -9,6 +9,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
+from typing import Any
 
 import pytest
 from faststream.nats import NatsBroker
@@ -22,6 +23,7 @@ from shared.errors import AuthenticationError, InternalError
 from shared.mongo import Origin, count_commands, create_client
 from shared.nats import create_broker
 from tests.support.caches import started_caches
+from tests.support.tcp_proxy import cutting_proxy
 
 DEADLINE_SECONDS = 10.0
 
@@ -155,6 +157,67 @@ async def test_a_replica_that_stopped_hearing_nats_has_lost_its_lease_when_revok
     assert not silent.usable()
     with pytest.raises(AuthenticationError):
         await silent.authenticate(repo, key)
+
+
+async def test_a_revoker_that_just_reconnected_waits_for_replicas_it_did_not_hear(
+    repo: ApiRepository, nats_url: str, replicas: Replicas
+) -> None:
+    """A revoker away from NATS for longer than a lease (a node of a cluster killed) heard no
+    heartbeat meanwhile: right after it reconnected it still waits for every replica's answer
+    or lease, as one that has just started does."""
+    [other] = await replicas(1)
+    host, port = nats_url.removeprefix("nats://").rsplit(":", 1)
+    async with AsyncExitStack() as stack:
+        proxy = await stack.enter_async_context(cutting_proxy(host, int(port)))
+        [revoker] = await started_caches(
+            stack,
+            f"nats://127.0.0.1:{proxy.port}",
+            1,
+            lambda broker, n: PrincipalCache(broker, "api-revoker"),
+        )
+        _, key, key_id = await _key(repo)
+        await other.authenticate(repo, key)
+        connection = revoker._broker.connection
+        proxy.refusing = True
+        proxy.cut_next(b"heartbeat")
+        await until(lambda: not connection.is_connected, "the revoker cut off")
+        lease = coherent_cache.LEASE_SECONDS + coherent_cache.ORDER_MARGIN_SECONDS
+        cut_at = time.monotonic()
+        await until(lambda: time.monotonic() > cut_at + lease, "a lease away from NATS")
+        proxy.refusing = False
+        await until(lambda: connection.is_connected, "the revoker reconnected")
+        # From here on `other` hears nothing, and answers no invalidation: only the end of
+        # its lease may let the revocation return.
+        subscription = other._subscription
+        assert subscription is not None
+        await subscription.unsubscribe()
+        await repo.revoke_key(key_id, SystemClock().now())
+        await revoker.invalidate(key_id=key_id)
+        assert not other.usable()
+        with pytest.raises(AuthenticationError):
+            await other.authenticate(repo, key)
+
+
+async def test_a_stopping_replica_answers_nothing_from_its_cache_once_it_says_goodbye(
+    repo: ApiRepository, replicas: Replicas
+) -> None:
+    """The others stop waiting for a replica once they heard its goodbye."""
+    leaving, _ = await replicas(2)
+    _, key, _ = await _key(repo)
+    await leaving.authenticate(repo, key)
+    assert leaving.get(hash_key(key)) is not None
+    connection = leaving._broker.connection
+    publish = connection.publish
+    cached_at_goodbye: list[bool] = []
+
+    async def watched(subject: str, payload: bytes = b"", **kwargs: Any) -> None:
+        if subject.endswith(".goodbye"):
+            cached_at_goodbye.append(leaving.get(hash_key(key)) is not None)
+        await publish(subject, payload, **kwargs)
+
+    connection.publish = watched  # type: ignore[method-assign]
+    await leaving.stop()
+    assert cached_at_goodbye == [False]
 
 
 async def test_a_read_that_raced_an_invalidation_is_not_kept(

@@ -4,7 +4,8 @@ cue: for tests of what a service does when its connection to the store fails mid
 
 `cut_next(marker)` arms it: the next client message that contains `marker` (for example
 b"startTransaction", the first statement of a MongoDB transaction) is not forwarded, and its
-connection is closed on both sides.
+connection is closed on both sides. While `refusing` is set, a new connection is closed as
+soon as it is accepted (the server is unreachable: a client keeps trying to reconnect).
 """
 
 import asyncio
@@ -18,6 +19,7 @@ class CuttingProxy:
         self._upstream = (upstream_host, upstream_port)
         self._marker: bytes | None = None
         self.cuts = 0
+        self.refusing = False
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -44,6 +46,9 @@ class CuttingProxy:
                 await task
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.close()
+            return
         up_reader, up_writer = await asyncio.open_connection(*self._upstream)
         upstream = self._spawn(self._pipe(up_reader, writer, cutting=False, both=(up_writer,)))
         downstream = self._spawn(self._pipe(reader, up_writer, cutting=True, both=(writer,)))
