@@ -215,7 +215,7 @@ async def test_a_stopping_replica_answers_nothing_from_its_cache_once_it_says_go
             cached_at_goodbye.append(leaving.get(hash_key(key)) is not None)
         await publish(subject, payload, **kwargs)
 
-    connection.publish = watched  # type: ignore[method-assign]
+    connection.publish = watched  # type: ignore[method-assign,assignment]
     await leaving.stop()
     assert cached_at_goodbye == [False]
 
