@@ -8,6 +8,11 @@ replicas. What a replica leased and did not use is lost to that window (rate) or
 (quota: when the replica stops, and when the month changes), so an account may be refused a
 little early, never late.
 
+A block belongs to the limit it was leased under: when the account's plan changes, what a
+replica holds under the old limit is not handed out any more (the quota's goes back to the
+counter), and the next unit is leased against the new limit, which the shared count may already
+exceed.
+
 Blocks start at one unit, double while the demand lasts, and are capped by the limit and by what
 is left in the shared counter, so that units stranded on other replicas stay a small share of
 what is left (`MAX_SHARE`) and a small limit (the tests' 5 requests, 3 passes) is counted unit by
@@ -38,6 +43,7 @@ def block_size(wanted: int, limit: int, left: int, most: int) -> int:
 
 @dataclass
 class _Block:
+    limit: int  # the limit its units were leased under
     left: int = 0  # leased, not yet handed out
     counted: int = 0  # the shared count after this replica's last lease
     wanted: int = 1  # the next block's size, before the caps
@@ -64,7 +70,10 @@ class RateLeases:
         if block is None:
             if len(self._windows) >= MAX_WINDOWS:
                 self._windows.clear()
-            block = self._windows[window_id] = _Block(wanted=self._demand.get(scope, 1))
+            block = self._windows[window_id] = _Block(limit, wanted=self._demand.get(scope, 1))
+        if block.limit != limit:
+            # The plan changed: units leased under the old limit are not handed out.
+            block.limit, block.left, block.full = limit, 0, False
         if block.left == 0 and not block.full:
             size = block_size(block.wanted, limit, limit - block.counted, MAX_RATE_BLOCK)
             granted, counted = await self._repo.lease_window(window_id, size, limit, expires_at)
@@ -84,6 +93,7 @@ class RateLeases:
 @dataclass
 class _Pool:
     month: str
+    limit: int | None  # the limit its units were leased under; None: given back ones only
     left: int = 0
     counted: int = 0
     wanted: int = 1
@@ -101,9 +111,16 @@ class QuotaLeases:
         if limit <= 0:
             return False
         pool = self._pools.get(counter_id)
-        if pool is None:
-            await self._give_back_other_months(month)
-            pool = self._pools[counter_id] = _Pool(month)
+        while pool is None or pool.limit != limit:
+            if pool is None:
+                await self._give_back_other_months(month)
+            else:
+                # The plan changed: what this replica holds goes back to be counted anew.
+                await self._give_back(counter_id)
+            # Another request may have made the pool while this one gave units back.
+            pool = self._pools.get(counter_id)
+            if pool is None:
+                pool = self._pools[counter_id] = _Pool(month, limit)
         if pool.left == 0:
             size = block_size(pool.wanted, limit, limit - pool.counted, MAX_QUOTA_BLOCK)
             granted, counted = await self._repo.lease_usage(counter_id, size, limit, expires_at)
@@ -118,7 +135,7 @@ class QuotaLeases:
     def release(self, counter_id: str, month: str) -> None:
         """Give back one reserved unit (its request was refused): the next reservation here
         uses it."""
-        pool = self._pools.setdefault(counter_id, _Pool(month))
+        pool = self._pools.setdefault(counter_id, _Pool(month, None))
         pool.left += 1
 
     async def give_back(self) -> None:
@@ -136,6 +153,7 @@ class QuotaLeases:
                 await self._give_back(counter_id)
 
     async def _give_back(self, counter_id: str) -> None:
-        pool = self._pools.pop(counter_id)
-        if pool.left:
+        # Concurrent requests may give the same pool back: the first takes it.
+        pool = self._pools.pop(counter_id, None)
+        if pool is not None and pool.left:
             await self._repo.release_usage(counter_id, pool.left)

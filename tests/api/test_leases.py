@@ -114,3 +114,37 @@ async def test_a_refused_unit_is_used_again_and_a_new_month_gives_the_old_back(
     assert await quota.reserve(february, "2026-02", 10**6, EXPIRES)
     assert await repo.usage(january) == 19
     assert await repo.usage(february) == 1
+
+
+async def test_a_plan_change_hands_out_no_unit_leased_under_the_old_limit(
+    repo: ApiRepository,
+) -> None:
+    """A downgrade: the units a replica leased under the larger quota go back, and the next
+    reservation is counted against the new one."""
+    quota = QuotaLeases(repo)
+    counter = "acct:test:2026-03"
+    for _ in range(20):
+        assert await quota.reserve(counter, "2026-03", 100_000, EXPIRES)
+    assert await repo.usage(counter) > 20  # a block of more than 20 units was leased
+    assert not await quota.reserve(counter, "2026-03", 10, EXPIRES)
+    assert await repo.usage(counter) == 20
+    rate = RateLeases(repo)
+    for _ in range(20):
+        assert (await rate.take("acct:test", "acct:test:4", 100_000, EXPIRES)).admitted
+    assert not (await rate.take("acct:test", "acct:test:4", 10, EXPIRES)).admitted
+
+
+async def test_concurrent_first_reservations_of_a_new_month_fail_none_and_lose_no_unit(
+    repo: ApiRepository,
+) -> None:
+    quota = QuotaLeases(repo)
+    old = [f"acct:{n}:2026-04" for n in range(2)]
+    for counter in old:
+        for _ in range(5):
+            assert await quota.reserve(counter, "2026-04", 10**6, EXPIRES)
+    new = [f"acct:{n}:2026-05" for n in range(2)] * 3
+    reserved = await asyncio.gather(*(quota.reserve(c, "2026-05", 10**6, EXPIRES) for c in new))
+    assert all(reserved)
+    await quota.give_back()
+    assert [await repo.usage(counter) for counter in old] == [5, 5]
+    assert [await repo.usage(counter) for counter in new[:2]] == [3, 3]
