@@ -19,6 +19,7 @@ Records expire after 24 hours through a TTL index.
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -49,6 +50,22 @@ class Admission:
 
     first: Callable[[], Awaitable[Any]]
     again: Callable[[Any], Awaitable[None]] | None = None
+
+
+# The key's record of the request whose action is running in this task (None: no key).
+_RUNNING: ContextVar[str | None] = ContextVar("idempotency_record", default=None)
+
+
+async def first_to(policy: "IdempotencyPolicy", what: str) -> bool:
+    """Whether this run of the request is the first to do `what` under its Idempotency-Key:
+    marked in the key's record, so that a retry taking the key over after a timeout or a 5xx,
+    which gets the same command result again, does not do it twice (give quota units back,
+    say). Mark first, then do: a crash between the two leaves it undone, never done twice.
+    True without a key (a request without one is never run twice)."""
+    record_id = _RUNNING.get()
+    if record_id is None:
+        return True
+    return await policy.repo.mark_once(record_id, what)
 
 
 @dataclass(frozen=True)
@@ -168,6 +185,7 @@ async def execute(
             raise
         if admitted is not None:
             await policy.repo.keep_admission(record_id, admitted)
+    running = _RUNNING.set(record_id)
     try:
         status, body = await action(command_id)
     except ApiError as exc:
@@ -179,5 +197,7 @@ async def execute(
     except BaseException:
         await policy.repo.release_idempotency(record_id, policy.clock.now())
         raise
+    finally:
+        _RUNNING.reset(running)
     await policy.repo.finish_idempotency(record_id, status, redact(body) if redact else body)
     return _response(status, body)

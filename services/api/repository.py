@@ -116,6 +116,14 @@ class ApiRepository:
             {"_id": record_id, "state": "processing"}, {"$set": {"admitted": admitted}}
         )
 
+    async def mark_once(self, record_id: str, what: str) -> bool:
+        """Mark `what` done for the key's request; False if a run of it marked it before."""
+        marked = await self._idempotency.update_one(
+            {"_id": record_id, f"done.{what}": {"$exists": False}},
+            {"$set": {f"done.{what}": True}},
+        )
+        return marked.modified_count == 1
+
     async def finish_idempotency(self, record_id: str, status: int, body: Any) -> None:
         await self._idempotency_writes.update(
             {"_id": record_id},

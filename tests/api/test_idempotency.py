@@ -20,6 +20,7 @@ from services.api.idempotency import (
     Scope,
     execute,
     fingerprint,
+    first_to,
 )
 from services.api.repository import ApiRepository
 from shared.errors import (
@@ -204,6 +205,32 @@ async def test_a_retry_that_takes_a_key_over_gets_what_the_first_run_admitted(
 
     assert (retried.status_code, _replayed(retried), _replayed(replayed)) == (200, False, True)
     assert (reserved, told) == ([7], [7])
+
+
+async def test_what_a_run_did_once_a_retry_that_takes_the_key_over_does_not_do_again(
+    policy: IdempotencyPolicy,
+) -> None:
+    """A batch gave its refused rows' quota units back, then failed (its key's record could
+    not be finished): the retry gets the same rows refused again and must not give their
+    units back a second time. Without a key every request is its own."""
+    given_back: list[str] = []
+    failures = [InternalError("The store did not answer.", code="service_unavailable")]
+
+    async def action(command_id: str) -> tuple[int, Any]:
+        if await first_to(policy, "release"):
+            given_back.append(command_id)
+        if failures:
+            raise failures.pop()
+        return 200, {"ok": True}
+
+    with pytest.raises(InternalError):
+        await execute(policy, SCOPE, "order-1", BODY, action)
+    retried = await execute(policy, SCOPE, "order-1", BODY, action)
+    assert (retried.status_code, _replayed(retried)) == (200, False)
+    assert len(given_back) == 1
+    await execute(policy, SCOPE, None, BODY, action)
+    await execute(policy, SCOPE, None, BODY, action)
+    assert len(given_back) == 3
 
 
 async def test_a_402_before_the_command_stores_nothing(policy: IdempotencyPolicy) -> None:

@@ -18,9 +18,8 @@ from services.api.endpoints.common import (
     idempotent_response,
     paging,
     require_id,
-    send_command,
 )
-from services.api.idempotency import Scope
+from services.api.idempotency import Scope, first_to
 from services.api.job_csv import parse_rows
 from services.api.job_schemas import JobCreate
 from services.api.job_uploads import ImportRequest, upload_import
@@ -30,7 +29,7 @@ from services.api.objects import JobObject, ListObject, pass_urls, responses
 from services.api.schemas import MAX_IMPORT_ROWS
 from shared.design import Design
 from shared.errors import not_found
-from shared.messages import CancelJob, CreateUpdatePassesJob, JobCanceled
+from shared.messages import CancelJob, CreateUpdatePassesJob
 from shared.models import JobRowOutcome, TemplateRecord
 from shared.pagination import PageRequest
 
@@ -191,20 +190,19 @@ async def cancel_job(
 ) -> JSONResponse:
     require_id(job_id, "job", "job")
 
-    def answer(canceled: JobCanceled) -> JobObject:
+    async def produce(command_id: str) -> JobObject:
+        canceled = await ctx.command(
+            CancelJob(**command_base(principal, command_id), job_id=job_id)
+        )
         # The units of the rows that will never run go back to this month's quota, once: only
-        # the command that canceled the job says any (a replay answers without asking again).
-        release_passes(ctx.quota_leases, ctx.clock, principal, canceled.released)
+        # the command that canceled the job says any, and a retry that took the key over after
+        # a timeout, which gets that answer again, gives back only what no run gave back yet.
+        if canceled.released and await first_to(ctx.idempotency, "release"):
+            release_passes(ctx.quota_leases, ctx.clock, principal, canceled.released)
         return JobObject.of(canceled.job)
 
-    return await send_command(
-        ctx,
-        principal,
-        request,
-        idempotency_key,
-        None,
-        lambda base: CancelJob(**base, job_id=job_id),
-        answer,
+    return await idempotent_response(
+        ctx, Scope.of(principal), request, idempotency_key, None, produce
     )
 
 

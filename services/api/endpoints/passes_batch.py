@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from services.api.bundle_objects import PassBundleObject
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
 from services.api.endpoints.common import command_base, idempotent_response
-from services.api.idempotency import Scope
+from services.api.idempotency import Scope, first_to
 from services.api.job_uploads import checked
 from services.api.limits import quota_exhausted, release_passes
 from services.api.objects import (
@@ -80,7 +80,9 @@ async def create_passes(
                 bundle = PassBundleObject.of(created.bundle, site)
             results = {result.index: result for result in created.rows}
             refused = sum(1 for result in created.rows if result.record is None)
-            release_passes(ctx.quota_leases, ctx.clock, principal, refused)
+            # A retry that took the key over gets the same rows back: given back once.
+            if refused and await first_to(ctx.idempotency, "release"):
+                release_passes(ctx.quota_leases, ctx.clock, principal, refused)
         past_quota = row_error(quota_exhausted(plans, ctx.clock, principal))
         answers = []
         for index, row in enumerate(rows):
