@@ -161,6 +161,8 @@ class Redemptions:
             changes.update(
                 used_up=True,
                 updated_at=counted.updated_at,
+                # The next version's Last-Modified is made after it (wallet-callbacks.md).
+                file_modified_at=counted.file_modified_at,
                 google_save_url=counted.google_save_url,
                 # The Google object turns COMPLETED through the Google step.
                 google_status=counted.google_status,

@@ -187,6 +187,10 @@ async def test_a_single_use_pass_is_accepted_once_and_every_scan_is_recorded(
     assert not stored.voided
     assert (stored.redemption_count, stored.version) == (1, 2)
     assert await _events(repo, "tessera.live.pass.updated") == 1
+    # The pass keeps its new file's Last-Modified: the next version's is made after it.
+    file = await repo.pass_files.find_one({"_id": record.id})
+    assert file is not None
+    assert stored.file_modified_at == file["last_modified"] > record.file_modified_at
 
 
 async def test_a_redaction_erases_the_codes_its_scans_read(
