@@ -61,6 +61,10 @@ class ScanObject(BaseModel):
     pass_id: str | None = Field(
         description="The pass the scan identified; null for an unknown code."
     )
+    code: str | None = Field(
+        description="The code as scanned, for staff who check why a code was refused; null "
+        "for a scan by pass id, and once the pass whose code it was is redacted."
+    )
     redemption_count: int = Field(description="The pass's accepted scans after this one.")
     redemptions_remaining: int | None = Field(
         description="How many more scans the pass accepts after this one; null for unlimited."
@@ -86,6 +90,7 @@ class ScanObject(BaseModel):
             result=record.result,
             reason=record.reason,
             pass_id=record.pass_id,
+            code=record.code,
             redemption_count=record.redemption_count,
             redemptions_remaining=record.redemptions_remaining,
             location=record.location,

@@ -444,25 +444,31 @@ class UnitOfWork:
             self._pending.insert(self._repo.outbox.documents, document)
             self.outbox_documents.append(document)
 
-    async def erase_pass_copies(self, pass_id: str) -> None:
+    async def erase_pass_copies(
+        self, pass_id: str, code: str | None = None, account_id: str | None = None
+    ) -> None:
         """Erase the pass's personal data from the stored results of commands: a retried
-        request still answers, without it (shared/redaction.py)."""
+        request still answers, without it (shared/redaction.py). `code`: what its barcode
+        showed, erased from the results of the account's scans that read it without naming
+        the pass (a scan in the other mode, a code two passes showed)."""
         await self.flush()
+        wanted: list[dict[str, Any]] = [
+            {"result.id": pass_id},
+            {"result.pass_id": pass_id},
+            {"result.rows.record.id": pass_id},
+        ]
+        if code and account_id:
+            wanted.append({"result.account_id": account_id, "result.code": code})
         copies = self._repo.processed.find(
-            {
-                "$or": [
-                    {"result.id": pass_id},
-                    {"result.pass_id": pass_id},
-                    {"result.rows.record.id": pass_id},
-                ]
-            },
+            {"$or": wanted},
             {"result": 1},
             session=self._session,
         )
         async for doc in copies:
             result = doc["result"]
             changed = erase_pass_data(result, pass_id)
-            if result.get("pass_id") == pass_id and result.get("code") is not None:
+            read_it = result.get("pass_id") == pass_id or (code and result.get("code") == code)
+            if read_it and result.get("code") is not None:
                 result["code"] = None  # a scan's code may be built from the field values
                 changed = True
             if changed:

@@ -43,6 +43,15 @@ class ScanStore:
             },
             session=session,
         )
+        if record.barcode_message:
+            # Scans that read its code without naming it: in the other mode (`wrong_mode`), or
+            # while another pass showed the same code. Rare enough (a redaction) to look
+            # through the account's scans without an index of its own.
+            await self._scans.update_many(
+                {"account_id": record.account_id, "code": record.barcode_message},
+                {"$set": {"code": None}},
+                session=session,
+            )
 
     async def passes_by_code(self, account_id: str, mode: Mode, code: str) -> list[PassRecord]:
         """At most two passes of the account and mode whose barcode shows `code` (two: it is

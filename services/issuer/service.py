@@ -525,7 +525,7 @@ class IssuerService:
 
         async def apply(uow: UnitOfWork) -> None:
             await store(uow)
-            await uow.erase_pass_copies(record.id)
+            await uow.erase_pass_copies(record.id, record.barcode_message, record.account_id)
             await self._scan_store.erase_pass_copy(record, uow.session)
 
         outcome.apply = apply

@@ -118,6 +118,7 @@ class ScanApi:
                 "result": "accepted" if accepted else "rejected",
                 "reason": reason,
                 "pass_id": issued["id"] if issued else None,
+                "code": code,
                 "redemption_count": 1 if issued else 0,
                 "redemptions_remaining": 0 if issued else None,
                 "location": sent.get("location"),

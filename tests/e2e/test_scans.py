@@ -37,6 +37,7 @@ SCAN_KEYS = {
     "result",
     "reason",
     "pass_id",
+    "code",
     "redemption_count",
     "redemptions_remaining",
     "location",
@@ -172,6 +173,7 @@ def test_a_single_use_ticket_is_accepted_then_already_redeemed(ctx: Ctx) -> None
     assert (first["result"], first["reason"], first["pass_id"]) == ("accepted", None, ticket["id"])
     assert (first["redemption_count"], first["redemptions_remaining"]) == (1, 0)
     assert (first["location"], first["metadata"]) == ("North gate", {"lane": 2})
+    assert first["code"] == ticket["serial_number"]
     assert first["pass"] == {
         "id": ticket["id"],
         "holder_name": "Ada Lovelace",

@@ -212,6 +212,25 @@ async def test_a_redaction_erases_the_codes_its_scans_read(
     assert kept["code"] is None
 
 
+async def test_a_redaction_erases_its_code_from_scans_that_did_not_name_it(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """A scan in the other mode (`wrong_mode`) read the pass's code but names no pass."""
+    _, record = await _issue(service, max_redemptions=None)
+    command = RedeemPass(**command_base("live"), code=record.serial_number)
+    scan = await service.handle(command)
+    assert scan.reason == "wrong_mode"  # type: ignore[attr-defined]
+
+    await service.handle(RedactPass(**command_base(), pass_id=record.id))
+
+    stored = await repo.db["scans"].find_one({"_id": scan.id})  # type: ignore[attr-defined]
+    assert stored is not None
+    assert stored["code"] is None
+    kept = await repo.processed_result(command.command_id)
+    assert kept is not None
+    assert kept["code"] is None
+
+
 async def test_a_replayed_scan_answers_the_same_scan_and_counts_nothing(
     service: IssuerService, repo: IssuerRepository
 ) -> None:
