@@ -3,6 +3,7 @@
 
 from datetime import datetime
 
+from services.issuer.content import metadata_dates
 from services.issuer.google.objects import expand_barcode_message
 from shared.design import Design
 from shared.models import PassRecord
@@ -26,14 +27,30 @@ def barcode_message(design: Design, record: PassRecord) -> str | None:
     return None
 
 
-def decide(record: PassRecord, policy: RedemptionPolicy, now: datetime) -> RejectReason | None:
-    """Why a scan of `record` now is rejected, or None when it is accepted. A pass of an
-    archived template is decided like any other: archiving stops issuing, not admitting."""
+def pass_expires_at(record: PassRecord, design: Design) -> datetime | None:
+    """When the wallets show the pass as expired: its own `metadata.expiration_date`, else its
+    design's `expiration_date` (as pass.json and the Google object say)."""
+    own = metadata_dates(record.metadata, strict=False).expiration_date
+    return own or design.expiration_date
+
+
+def decide(
+    record: PassRecord,
+    policy: RedemptionPolicy,
+    now: datetime,
+    expires_at: datetime | None = None,
+) -> RejectReason | None:
+    """Why a scan of `record` now is rejected, or None when it is accepted. `expires_at`: the
+    pass's own end (`pass_expires_at`), which the policy's window cannot express for passes
+    that end on different dates (memberships). A pass of an archived template is decided like
+    any other: archiving stops issuing, not admitting."""
     if record.voided:
         return "voided"
     if policy.valid_from is not None and now < policy.valid_from:
         return "not_yet_valid"
     if policy.valid_until is not None and now >= policy.valid_until:
+        return "expired"
+    if expires_at is not None and now >= expires_at:
         return "expired"
     limit = policy.max_redemptions
     if limit is not None and record.redemption_count >= limit:

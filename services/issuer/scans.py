@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from services.issuer.artifacts import WalletArtifacts
-from services.issuer.redemption import decide, uses_up
+from services.issuer.redemption import decide, pass_expires_at, uses_up
 from services.issuer.repository import (
     IssuerRepository,
     PassFile,
@@ -58,7 +58,8 @@ class Redemptions:
             return self._rejected(cmd, "unknown_code", None, None)
         policy = template.policy()
         now = self._clock.now()
-        reason = decide(record, policy, now)
+        expires_at = pass_expires_at(record, Design.from_stored(template.design))
+        reason = decide(record, policy, now, expires_at)
         if reason is not None:
             return self._rejected(cmd, reason, record, policy.max_redemptions)
         return await self._accepted(cmd, record, template, policy)

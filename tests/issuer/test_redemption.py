@@ -112,6 +112,9 @@ def test_each_reason_in_its_order() -> None:
     assert decide(_pass(), inside, NOW) is None
     unlimited = RedemptionPolicy(max_redemptions=None)
     assert decide(_pass(redemption_count=10_000), unlimited, NOW) is None
+    # The pass's own end (a membership's expiration_date), which no template policy says.
+    assert decide(_pass(), unlimited, NOW, NOW) == "expired"
+    assert decide(_pass(), unlimited, NOW, NOW + timedelta(seconds=1)) is None
 
 
 def test_only_the_last_allowed_scan_of_a_mark_used_policy_uses_the_pass_up() -> None:
@@ -301,3 +304,18 @@ async def test_a_policy_change_reaches_the_passes_and_the_next_decision(
     await service.handle(archived)
     # Archived: decided as before (here the limit is reached).
     assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
+
+
+async def test_a_pass_past_its_own_expiration_date_is_expired_at_the_door(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """Wallet shows the pass expired after its metadata.expiration_date (or its design's):
+    the door says so too."""
+    _, record = await _issue(service, max_redemptions=None)
+    past = {"expiration_date": "2020-01-01T00:00:00Z"}
+    await service.handle(UpdatePass(**command_base(), pass_id=record.id, metadata=past))
+    scan = await _scan(service, pass_id=record.id)
+    assert (scan.result, scan.reason) == ("rejected", "expired")
+    future = {"expiration_date": "2099-01-01T00:00:00Z"}
+    await service.handle(UpdatePass(**command_base(), pass_id=record.id, metadata=future))
+    assert (await _scan(service, pass_id=record.id)).result == "accepted"
