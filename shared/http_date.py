@@ -13,7 +13,7 @@ at least a second after the one before).
 """
 
 from datetime import UTC, datetime
-from email.utils import format_datetime, formatdate
+from email.utils import format_datetime, formatdate, parsedate_to_datetime
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -49,3 +49,18 @@ def dated(last_modified: datetime, now: datetime) -> dict[str, str]:
     that sends the earlier value back gets the resource again (a spare 200), never a 304 for a
     version it lacks."""
     return {"Date": http_date(now), "Last-Modified": http_date(min(last_modified, now))}
+
+
+def modified_since(if_modified_since: str | None, last_modified: datetime) -> bool:
+    """Whether a copy dated `If-Modified-Since` is older than `last_modified`: True too when
+    the header is absent or is no date HTTP knows (RFC 9110 says to ignore it then), a number
+    too large for a date included (Python raises OverflowError for those)."""
+    if not if_modified_since:
+        return True
+    try:
+        since = parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError, OverflowError):
+        return True
+    if since.tzinfo is None:  # an HTTP date without "GMT": read it as UTC
+        since = since.replace(tzinfo=UTC)
+    return since < last_modified

@@ -22,9 +22,10 @@ every version apart. The header sent is never later than the response's Date
 
 import base64
 import hashlib
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Final
+
+from shared.http_date import modified_since
 
 TAG_VERSION: Final = "v1."
 STORED_TAG_VERSION: Final = "v2."
@@ -80,12 +81,4 @@ def updated_since(versions: dict[str, int], tag: str | None) -> list[str]:
 
 def not_modified(if_modified_since: str | None, last_modified: datetime) -> bool:
     """Whether the device's copy (If-Modified-Since) is the current version."""
-    if not if_modified_since:
-        return False
-    try:
-        since = parsedate_to_datetime(if_modified_since)
-    except (TypeError, ValueError):
-        return False
-    if since.tzinfo is None:  # an HTTP date without "GMT": read it as UTC
-        since = since.replace(tzinfo=UTC)
-    return since >= last_modified
+    return not modified_since(if_modified_since, last_modified)

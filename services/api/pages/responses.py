@@ -7,8 +7,7 @@ response is sent (a holder never waits on NATS), for GET only and never for obvi
 """
 
 import re
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from typing import Any
 
 from fastapi import Request
@@ -29,7 +28,7 @@ from services.api.pages.render import (
 )
 from services.api.pages.view import PassView, build_view, pass_css, site_path
 from shared.design import Design
-from shared.http_date import dated
+from shared.http_date import dated, modified_since
 from shared.ids import new_id
 from shared.logs import request_id_var
 from shared.messages import PassEventType, SignGoogleSaveLink
@@ -156,15 +155,8 @@ def _not_modified(request: Request, etag: str, modified: datetime) -> bool:
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None:
         return etag in {tag.strip() for tag in if_none_match.split(",")} or if_none_match == "*"
-    since = request.headers.get("if-modified-since")
-    if since is not None:
-        # Compared with the stored stamp, not the header, which may be the earlier Date.
-        try:
-            moment = parsedate_to_datetime(since)
-        except (TypeError, ValueError):
-            return False
-        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= modified
-    return False
+    # Compared with the stored stamp, not the header, which may be the earlier Date.
+    return not modified_since(request.headers.get("if-modified-since"), modified)
 
 
 def _filename(template: TemplateRecord) -> str:
