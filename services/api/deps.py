@@ -15,7 +15,7 @@ from faststream.nats import NatsBroker
 
 from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
-from services.api.events_out import record_pass_event
+from services.api.events_out import record_observed_event
 from services.api.idempotency import IdempotencyPolicy
 from services.api.leases import QuotaLeases, RateLeases
 from services.api.limits import (
@@ -60,7 +60,10 @@ class ApiContext:
     async def record_event(
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None
     ) -> None:
-        await record_pass_event(self.repo.outbox, self.clock, record, event_type, metadata)
+        """A page view, download or add intent of `record`, once its response was sent."""
+        await record_observed_event(
+            self.repo.outbox, self.clock, self.issuer, record, event_type, metadata
+        )
 
     async def authenticate(self, presented: str | None) -> Principal:
         """The principal of a presented API key; 401 when it is missing, unknown or revoked."""
