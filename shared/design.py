@@ -159,7 +159,7 @@ class DesignField(_Strict):
         default=None,
         max_length=200,
         description="The notification Wallet shows when the field changes; `%@` is the new "
-        "value. Null: no notification.",
+        "value. Null: `Changed to %@` on a pass that can be updated.",
     )
     data_detectors: list[DataDetector] | None = Field(
         default=None,
@@ -422,8 +422,7 @@ class Design(_Strict):
         together. Wallet hides the rest without a word, so they are refused, naming the first
         field that would not show."""
         primary_limit = 2 if apple_style == "boardingPass" else 1
-        square = any(code.format in SQUARE_BARCODES for code in self.barcode_list()[:1])
-        combined = apple_style in ("coupon", "storeCard") or (apple_style == "generic" and square)
+        combined = self.shares_secondary_with_auxiliary(apple_style)
         primary = secondary_and_auxiliary = 0
         for index, field in enumerate(self.fields):
             if field.slot == "primary":
@@ -454,6 +453,12 @@ class Design(_Strict):
     def from_stored(cls, data: Any) -> "Design":
         """Load a design saved earlier: the shape is validated, the PNGs not decoded again."""
         return cls.model_validate(data, context=STORED)
+
+    def shares_secondary_with_auxiliary(self, apple_style: str) -> bool:
+        """Whether Wallet shows at most four secondary and auxiliary fields together for this
+        style (a coupon, a store card, a generic pass with a square barcode)."""
+        square = any(code.format in SQUARE_BARCODES for code in self.barcode_list()[:1])
+        return apple_style in ("coupon", "storeCard") or (apple_style == "generic" and square)
 
     def field_keys(self) -> set[str]:
         return {field.key for field in self.fields}

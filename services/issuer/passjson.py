@@ -278,14 +278,18 @@ def _style_dict(content: PassContent) -> dict[str, Any]:
         if rendered is not None:
             by_slot[field.slot].append(rendered)
     has_holder_field = "holder_name" in content.design.field_keys()
-    if (
-        content.holder_name is not None
-        and not has_holder_field
-        and len(by_slot["secondary"]) < _SECONDARY_LIMIT
-    ):
-        by_slot["secondary"].append(
-            {"key": "holder_name", "label": "Name", "value": content.holder_name}
-        )
+    shown = len(by_slot["secondary"])
+    if content.design.shares_secondary_with_auxiliary(content.apple_style):
+        shown += len(by_slot["auxiliary"])  # four of both together (Design._check_field_layout)
+    if content.holder_name is not None and not has_holder_field and shown < _SECONDARY_LIMIT:
+        holder: dict[str, Any] = {
+            "key": "holder_name",
+            "label": "Name",
+            "value": content.holder_name,
+        }
+        if default_change is not None:
+            holder["changeMessage"] = default_change  # as every field of an updatable pass
+        by_slot["secondary"].append(holder)
     for slot, json_key in _SLOT_KEYS:
         style[json_key] = by_slot[slot]
     return style

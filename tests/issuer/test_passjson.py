@@ -10,7 +10,7 @@ from services.issuer.passjson import render_field, render_pass_json
 from shared.apple_identity import SigningIdentity, ensure_dev_identity
 from shared.design import Design, DesignField
 from tests.issuer.event_samples import APPLE_EXTRA_KEYS, EVENT, poster_content
-from tests.issuer.pkpass_samples import TOKEN, content, sample
+from tests.issuer.pkpass_samples import TOKEN, content, minimal_design, sample
 
 # What a W3C date-time allows (https://www.w3.org/TR/NOTE-datetime): `Z` or a `+hh:mm` offset.
 W3C_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})")
@@ -257,6 +257,38 @@ def test_holder_name_not_added_when_slot_full_or_key_taken(identity: SigningIden
     assert taken_style["primaryFields"] == [
         {"key": "holder_name", "label": "Guest", "value": "A. L."}
     ]
+
+
+def test_the_holder_field_leaves_a_shared_secondary_and_auxiliary_row_of_four(
+    identity: SigningIdentity,
+) -> None:
+    """A store card shows four secondary and auxiliary fields together: with three of them and
+    one auxiliary there is no room for the holder's name (Wallet would hide a field)."""
+    design = Design.model_validate(
+        {
+            **minimal_design("storeCard"),
+            "fields": [
+                {"key": "a", "label": "A", "slot": "secondary", "default": "v"},
+                {"key": "b", "label": "B", "slot": "secondary", "default": "v"},
+                {"key": "c", "label": "C", "slot": "secondary", "default": "v"},
+                {"key": "d", "label": "D", "slot": "auxiliary", "default": "v"},
+            ],
+        }
+    )
+    style = render_pass_json(content(design, apple_style="storeCard", holder_name="Ada"), identity)[
+        "storeCard"
+    ]
+    shown = style["secondaryFields"] + style["auxiliaryFields"]
+    assert [field["key"] for field in shown] == ["a", "b", "c", "d"]
+
+
+def test_the_holder_field_of_an_updatable_pass_says_when_it_changed(
+    identity: SigningIdentity,
+) -> None:
+    design = _design(fields=[])
+    updatable = content(design, holder_name="Ada", web_service_url="https://passes.example.com")
+    [holder] = render_pass_json(updatable, identity)["generic"]["secondaryFields"]
+    assert holder["changeMessage"] == "Changed to %@"
 
 
 def test_field_options_are_rendered() -> None:
