@@ -298,13 +298,15 @@ def _style_dict(content: PassContent) -> dict[str, Any]:
 def render_field(
     field: DesignField, values: dict[str, str], default_change_message: str | None = None
 ) -> dict[str, Any] | None:
-    """The field dictionary, or None when the pass has no value and the field no default.
+    """The field dictionary, or None when the pass has no value and the field no default. An
+    empty value is no value (the default shows), as in the Google object, the semantic tags
+    and the landing page.
 
     A date field whose value is not an ISO 8601 date-time with a time zone, or a number field
     whose value is not a number, is shown as plain text: Wallet refuses a pass otherwise.
     """
-    value = values.get(field.key, field.default)
-    if value is None:
+    value = values.get(field.key) or field.default
+    if not value:
         return None
     rendered: dict[str, Any] = {"key": field.key, "label": field.label, "value": value}
     if field.text_alignment is not None:

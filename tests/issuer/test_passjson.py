@@ -291,6 +291,13 @@ def test_the_holder_field_of_an_updatable_pass_says_when_it_changed(
     assert holder["changeMessage"] == "Changed to %@"
 
 
+def test_an_empty_value_shows_the_default_as_google_wallet_does() -> None:
+    gate = DesignField(key="gate", label="Gate", slot="secondary", default="A")
+    assert render_field(gate, {"gate": ""}) == {"key": "gate", "label": "Gate", "value": "A"}
+    no_default = DesignField(key="gate", label="Gate", slot="secondary")
+    assert render_field(no_default, {"gate": ""}) is None
+
+
 def test_field_options_are_rendered() -> None:
     dated = _field(date_style="long", time_style="none", ignores_time_zone=True, is_relative=True)
     money = _field(currency_code="USD")

@@ -62,7 +62,8 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
     for field in design.fields:
         if field.slot not in slots:
             continue
-        value = record.field_values.get(field.key, field.default)
+        # An empty value is no value, as in both wallets: the default shows.
+        value = record.field_values.get(field.key) or field.default
         if not value:
             continue
         if field.date_style is not None or field.time_style is not None:
