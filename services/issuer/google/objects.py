@@ -89,7 +89,7 @@ def build_class(
     if vertical == "generic":
         # A generic class has no issuer, title or color fields: the object carries them.
         return resource
-    resource["issuerName"] = design.organization_name
+    resource["issuerName"] = _source_value(design.organization_name, design)
     resource["reviewStatus"] = "UNDER_REVIEW"
     resource["hexBackgroundColor"] = design.colors.background
     logo = None if logo_url is None else _image(logo_url, design, design.organization_name)
@@ -101,7 +101,7 @@ def build_class(
         if logo is not None:
             resource["logo"] = logo
     elif vertical == "loyalty":
-        resource["programName"] = design.description
+        resource["programName"] = _source_value(design.description, design)
         if (localized := _translations(design.description, design)) is not None:
             resource["localizedProgramName"] = localized
         if logo is None:
@@ -112,7 +112,7 @@ def build_class(
             logo = _image(placeholder_logo_url, design, design.organization_name)
         resource["programLogo"] = logo
     else:  # offer
-        resource["title"] = design.description
+        resource["title"] = _source_value(design.description, design)
         if (localized := _translations(design.description, design)) is not None:
             resource["localizedTitle"] = localized
         resource["provider"] = design.organization_name
@@ -228,7 +228,11 @@ def _text_modules(design: Design, field_values: dict[str, str]) -> list[dict[str
         body = field_values.get(field.key) or field.default
         if not body:
             continue
-        module: dict[str, Any] = {"id": field.key, "header": field.label, "body": body}
+        module: dict[str, Any] = {
+            "id": field.key,
+            "header": _source_value(field.label, design),
+            "body": _source_value(body, design),
+        }
         # The same strings Apple Wallet translates (docs/templates.md#localizations).
         if field.label and (header := _translations(field.label, design)) is not None:
             module["localizedHeader"] = header
@@ -240,7 +244,14 @@ def _text_modules(design: Design, field_values: dict[str, str]) -> list[dict[str
 
 def _localized(value: str, design: Design) -> dict[str, Any]:
     """A LocalizedString: the value in the design's source language, plus its translations."""
-    return _translations(value, design) or _default_only(value, design.source_language)
+    source = _source_value(value, design)
+    return _translations(value, design) or _default_only(source, design.source_language)
+
+
+def _source_value(value: str, design: Design) -> str:
+    """The string as the source language shows it: its own localization of it, if it has one
+    (as Apple Wallet's .lproj of that language does), else the string as written."""
+    return design.localizations.get(design.source_language, {}).get(value, value)
 
 
 def _translations(value: str, design: Design) -> dict[str, Any] | None:
@@ -248,7 +259,8 @@ def _translations(value: str, design: Design) -> dict[str, Any] | None:
     translated = _translated_values(value, design.localizations, design.source_language)
     if not translated:
         return None
-    return {**_default_only(value, design.source_language), "translatedValues": translated}
+    source = _default_only(_source_value(value, design), design.source_language)
+    return {**source, "translatedValues": translated}
 
 
 def _translated_values(

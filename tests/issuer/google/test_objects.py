@@ -326,3 +326,18 @@ def test_the_seat_fields_give_the_object_its_seat_info(identity: GoogleIdentity)
     assert default_gate_only["seatInfo"] == {
         "gate": {"defaultValue": {"language": "en", "value": "B"}}
     }
+
+
+def test_the_source_languages_own_strings_are_what_google_shows_by_default(
+    identity: GoogleIdentity,
+) -> None:
+    """An English design that words "Seat" as "Seat no." for English: an English iPhone shows
+    "Seat no." (the en.lproj), and so does Google Wallet."""
+    own = {"en": {"Seat": "Seat no.", "Summer Festival 2026": "Summer Fest"}, **LOCALIZED}
+    design = make_design(localizations=own, source_language="en")
+    event_class = sample_class(identity, "event", design)
+    assert event_class["eventName"]["defaultValue"] == {"language": "en", "value": "Summer Fest"}
+    (seat, _) = sample_object(identity, "event", design)["textModulesData"]
+    assert seat["header"] == "Seat no."
+    assert seat["localizedHeader"]["defaultValue"]["value"] == "Seat no."
+    assert sample_class(identity, "coupon", design)["title"] == "Summer Fest"
