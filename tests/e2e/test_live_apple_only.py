@@ -2,9 +2,11 @@
 live passes, with no Google Wallet link, instead of refusing them all."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 import pytest
+from pymongo import MongoClient
 
 from shared.apple_identity import ensure_dev_identity
 from tests.support.api import create_pass, create_template
@@ -55,6 +57,23 @@ def test_apple_only_credentials_issue_live_passes_without_a_google_link(
         with stack.client(headers=account.headers("test")) as test:
             test_pass = create_pass(test, create_template(test)["id"])
             assert "Save to Google Wallet" in ok_text(test.get(test_pass["url"]))
+
+
+def test_a_pass_issued_while_google_was_configured_gets_the_404_page_for_google(
+    stack: Stack,
+) -> None:
+    """The operator removed the Google credentials since the pass was issued: its stored
+    pass still says it has a save link, which the issuer can no longer sign."""
+    account = stack.new_account("paid")
+    with stack.client(headers=account.headers("live")) as live:
+        issued = create_pass(live, create_template(live)["id"])
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        passes = mongo[stack.database]["passes"]
+        passes.update_one({"_id": issued["id"]}, {"$set": {"google_save_url": ""}})
+    google = httpx2.get(f"{issued['url']}/google", follow_redirects=False)
+    assert google.status_code == 404
+    assert google.headers["content-type"].startswith("text/html")
 
 
 def test_variant_a_answers_the_pass_page_as_google_when_google_is_not_configured(

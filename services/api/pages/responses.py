@@ -28,6 +28,7 @@ from services.api.pages.render import (
 )
 from services.api.pages.view import PassView, build_view, pass_css, site_path
 from shared.design import Design
+from shared.errors import NotFound
 from shared.http_date import dated, modified_since
 from shared.ids import new_id
 from shared.logs import request_id_var
@@ -107,7 +108,12 @@ async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord)
         request_id=request_id_var.get(),
         pass_id=record.id,
     )
-    link = await ctx.command(query)
+    try:
+        link = await ctx.command(query)
+    except NotFound:
+        # The issuer signs no link for it (live Google credentials removed since it was
+        # issued): the 404 page, as for a pass without Google Wallet.
+        return not_found_response(ctx, await ctx.issuer.template_by_id(record.template_id))
     return RedirectResponse(
         link.url,
         status_code=302,
