@@ -69,8 +69,9 @@ def test_a_pass_issued_while_google_was_configured_gets_the_404_page_for_google(
         issued = create_pass(live, create_template(live)["id"])
     mongo: MongoClient[dict[str, Any]]
     with MongoClient(stack.mongo_url) as mongo:
-        passes = mongo[stack.database]["passes"]
-        passes.update_one({"_id": issued["id"]}, {"$set": {"google_save_url": ""}})
+        mongo[stack.database]["passes"].update_one(
+            {"_id": issued["id"]}, {"$set": {"google_save_url": ""}}
+        )
     google = httpx2.get(f"{issued['url']}/google", follow_redirects=False)
     assert google.status_code == 404
     assert google.headers["content-type"].startswith("text/html")
