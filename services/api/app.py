@@ -21,6 +21,7 @@ from services.api.endpoints import (
     images,
     jobs,
     links,
+    page_fallbacks,
     pages,
     pass_bundles,
     passes,
@@ -138,4 +139,5 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         app.include_router(device_logs.router)
     else:
         app.include_router(admin_off.router)
+    app.include_router(page_fallbacks.router)  # last: only what no other route serves
     return app

@@ -204,6 +204,9 @@ def test_unknown_short_ids_answer_the_html_404(stack: Stack) -> None:
     for short_id in ("ZZZZZZZZZZZZZZZZ", "not-a-short-id", "x" * 200):
         for suffix in ("", "/pass.pkpass", "/google"):
             _assert_not_found_page(_get(f"{stack.base_url}/p/{short_id}{suffix}"))
+    # Links cut short or mangled in an email (a %2F is decoded before routing) are links too.
+    for path in ("/p/", "/p/ab%2Fcd", "/p/abc/def", "/l/pdl_x/other", "/b/", "/b/a/b"):
+        _assert_not_found_page(_get(f"{stack.base_url}{path}"))
 
 
 def test_the_stylesheet_is_served_and_linked(stack: Stack) -> None:
