@@ -76,11 +76,12 @@ class ApiRepository:
         )
         return revoked or await self._keys.find_one({"_id": key_id})
 
-    async def scanner_keys(self, account_id: str, mode: str) -> list[Document]:
+    async def scanner_keys_page(
+        self, account_id: str, mode: str, page: PageRequest
+    ) -> Page[Document]:
         """The account's scanner keys of `mode`, newest first (revoked ones included)."""
         query = {"account_id": account_id, "mode": mode, "kind": "scanner"}
-        cursor = self._keys.find(query, {"hash": 0}).sort("_id", -1).limit(1000)
-        return [doc async for doc in cursor]
+        return await fetch_page(self._keys, query, page, dict)
 
     async def revoke_scanner_key(
         self, account_id: str, mode: str, key_id: str, at: datetime

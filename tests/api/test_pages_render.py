@@ -79,6 +79,15 @@ def test_page_basics_for_accessibility() -> None:
     assert 'id="preview-heading"' in html
 
 
+def test_the_pass_preview_is_marked_with_the_language_it_is_written_in() -> None:
+    """The page's own words are English; a German pass's labels are read in German."""
+    template = template_record(design={**DESIGN, "source_language": "de"})
+    view = build_view(pass_record(), template)
+    html = render_landing(view, platform="desktop", page_url=PAGE, qr=None)
+    assert '<html lang="en">' in html
+    assert re.search(r'<div class="pass[^"]*" lang="de"', html)
+
+
 def test_the_inline_style_is_exactly_what_the_csp_hash_names() -> None:
     view = _view()
     html = render_landing(view, platform="ios", page_url=PAGE, qr=None)

@@ -59,6 +59,16 @@ def test_a_key_is_made_listed_and_shown_once(ctx: Ctx) -> None:
         assert_error(response, 400, "invalid_request_error", param="name")
 
 
+def test_keys_are_listed_a_page_at_a_time(ctx: Ctx) -> None:
+    made = [_create(ctx.secret)["id"] for _ in range(3)]
+    first = ok(ctx.secret.get("/v1/scanner_keys", params={"limit": 2}))
+    assert [item["id"] for item in first["data"]] == made[::-1][:2]
+    assert first["has_more"] is True
+    after = first["data"][-1]["id"]
+    rest = ok(ctx.secret.get("/v1/scanner_keys", params={"limit": 2, "starting_after": after}))
+    assert ([item["id"] for item in rest["data"]], rest["has_more"]) == ([made[0]], False)
+
+
 def test_a_key_made_under_an_idempotency_key_is_made_once(ctx: Ctx) -> None:
     """Like every POST (spec 8): a retry after a lost answer makes no second key; the
     replay shows the key as [redacted] (shown once), and the one key is listed."""

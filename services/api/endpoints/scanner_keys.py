@@ -1,11 +1,13 @@
 """/v1/scanner_keys: keys that may only scan, made and revoked with the account's secret key
 (services/api/scanner_keys.py)."""
 
+from typing import Annotated
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from services.api.deps import ContextDep, IdempotencyKey, PrincipalDep
-from services.api.endpoints.common import idempotent_response
+from services.api.endpoints.common import idempotent_response, paging
 from services.api.idempotency import Scope, without_keys
 from services.api.objects import ListObject, responses
 from services.api.scan_objects import ScannerKeyCreated, ScannerKeyObject
@@ -16,6 +18,7 @@ from services.api.scanner_keys import (
     revoke_scanner_key,
 )
 from services.api.schemas import ScannerKeyCreate
+from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/scanner_keys", tags=["scanner keys"])
 
@@ -50,11 +53,15 @@ async def create_key(
     summary="List scanner keys, newest first (revoked ones included, never the keys)",
     responses=responses(ListObject[ScannerKeyObject], 401, 403),
 )
-async def list_keys(ctx: ContextDep, principal: PrincipalDep) -> JSONResponse:
+async def list_keys(
+    ctx: ContextDep,
+    principal: PrincipalDep,
+    page: Annotated[PageRequest, paging("scanner_key", 100, 100)],
+) -> JSONResponse:
     require_secret_key(principal)
-    docs = await ctx.repo.scanner_keys(principal.account_id, principal.mode)
-    data = [key_object(doc) for doc in docs]
-    return JSONResponse(ListObject(data=data, has_more=False).model_dump(mode="json"))
+    result = await ctx.repo.scanner_keys_page(principal.account_id, principal.mode, page)
+    data = [key_object(doc) for doc in result.items]
+    return JSONResponse(ListObject(data=data, has_more=result.has_more).model_dump(mode="json"))
 
 
 @router.delete(

@@ -77,6 +77,7 @@ def build_filed_view(
         has_google=has_google(record),
         test_mode=current.test_mode,
         barcode=_barcode(pass_json.get("barcodes")),
+        language=current.language,
     )
 
 

@@ -45,6 +45,8 @@ class PassView:
     has_google: bool
     test_mode: bool = False
     barcode: BarcodePreview | None = None
+    # The language the pass's own text is written in (the page around it is English).
+    language: str = "en"
 
     @property
     def title(self) -> str:
@@ -86,6 +88,7 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
         has_google=has_google(record),
         test_mode=record.mode == "test",
         barcode=first_barcode(record, design),
+        language=design.source_language,
     )
 
 
