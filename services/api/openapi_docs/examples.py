@@ -345,6 +345,7 @@ SCAN: dict[str, Any] = {
     "result": "accepted",
     "reason": None,
     "pass_id": TICKET_ID,
+    "code": SCAN_BY_CODE["code"],
     "redemption_count": 1,
     "redemptions_remaining": 0,
     "location": "North gate",
