@@ -8,6 +8,7 @@ redemption of a `mark_used` policy also re-renders the pass as used (Apple: void
 COMPLETED) and publishes the new version as a live update, which pushes the pass's devices.
 """
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,12 +25,15 @@ from services.issuer.repository import (
 from services.issuer.scan_store import ScanStore
 from shared.clock import Clock
 from shared.design import Design
+from shared.errors import InvalidRequest
 from shared.ids import new_id
 from shared.messages import LiveUpdate, PassEventMessage, RedeemPass
 from shared.models import PassRecord, TemplateRecord
 from shared.pass_events import pass_event
 from shared.redemption import RedemptionPolicy, remaining
 from shared.scans import RejectReason, ScannedPass, ScanRecord
+
+log = logging.getLogger(__name__)
 
 Apply = Callable[[UnitOfWork], Awaitable[None]]
 Prepared = tuple[BaseModel, Apply, list[PassEventMessage | LiveUpdate]]
@@ -158,7 +162,14 @@ class Redemptions:
         used = uses_up(record, policy) and not record.used_up
         pkpass: PassFile | None = None
         if used:
-            counted, pkpass = await self._used_up(counted, template)
+            try:
+                counted, pkpass = await self._used_up(counted, template)
+            except InvalidRequest as exc:
+                # A template whose images Wallet cannot use (saved before images were cleaned)
+                # cannot be re-rendered: the holder still gets in, the scan is counted and
+                # recorded, and the wallet copy stays as it is until the template is fixed.
+                log.warning("pass %s not marked used: %s", record.id, exc.message)
+        if pkpass is not None:
             changes.update(
                 used_up=True,
                 updated_at=counted.updated_at,

@@ -22,6 +22,7 @@ from shared.messages import CreatePass, RedactPass, RedeemPass, UpdatePass, Upda
 from shared.models import PassRecord, TemplateRecord
 from shared.redemption import RedemptionInput, RedemptionPolicy, resolve_policy
 from shared.scans import ScanRecord
+from tests.issuer.pkpass_samples import b64, png
 from tests.support.issuer import command_base, issuer_repository, template_command
 from tests.support.outbox import outbox_messages
 
@@ -319,3 +320,19 @@ async def test_a_pass_past_its_own_expiration_date_is_expired_at_the_door(
     future = {"expiration_date": "2099-01-01T00:00:00Z"}
     await service.handle(UpdatePass(**command_base(), pass_id=record.id, metadata=future))
     assert (await _scan(service, pass_id=record.id)).result == "accepted"
+
+
+async def test_the_last_scan_of_a_pass_whose_template_images_cannot_be_used_still_admits(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """A template saved before images were cleaned, with one Wallet cannot use: the pass
+    cannot be re-rendered as used, but the holder gets in and the scan is counted."""
+    template, record = await _issue(service)
+    bad = {"logo": b64(png(30, 10)[:33] + png(8, 8)[33:])}  # too few pixels to decode
+    await repo.templates.update_one({"_id": template.id}, {"$set": {"design.images": bad}})
+    scan = await _scan(service, pass_id=record.id)
+    assert (scan.result, scan.redemption_count) == ("accepted", 1)
+    stored = await repo.pass_(record.account_id, "test", record.id)
+    assert stored is not None
+    assert (stored.redemption_count, stored.used_up, stored.version) == (1, False, 1)
+    assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
