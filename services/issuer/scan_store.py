@@ -102,6 +102,20 @@ class ScanStore:
         if result.matched_count != 1:
             raise ConcurrentUpdate(read.id)
 
+    async def confirm_unchanged(
+        self, read: PassRecord, at: datetime, session: AsyncClientSession
+    ) -> None:
+        """A rejected scan copies the pass it identified (what the scanner shows): only if the
+        pass is still the version read. A write to the pass, so that a redaction committing
+        meanwhile conflicts with it, or is seen by its retry; otherwise the scan could store
+        the holder's data after the redaction erased every copy (docs/privacy.md)."""
+        query = {"_id": read.id, "version": read.version, "voided": read.voided}
+        result = await self._passes.update_one(
+            query, {"$set": {"last_scanned_at": at}}, session=session
+        )
+        if result.matched_count != 1:
+            raise ConcurrentUpdate(read.id)
+
     async def set_limits(
         self, template: TemplateRecord, limit: int | None, session: AsyncClientSession
     ) -> None:

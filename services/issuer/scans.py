@@ -129,6 +129,8 @@ class Redemptions:
         scan = self._scan(cmd, record, limit, reason)
 
         async def apply(uow: UnitOfWork) -> None:
+            if record is not None:
+                await self._store.confirm_unchanged(record, scan.created_at, uow.session)
             await self._store.insert(scan, uow.session)
 
         return scan, apply, []

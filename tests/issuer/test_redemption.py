@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.redemption import decide, uses_up
-from services.issuer.repository import IssuerRepository
+from services.issuer.repository import ConcurrentUpdate, IssuerRepository
 from services.issuer.scan_store import ScanStore
+from services.issuer.scans import Redemptions
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import InvalidRequest
@@ -336,3 +337,21 @@ async def test_the_last_scan_of_a_pass_whose_template_images_cannot_be_used_stil
     assert stored is not None
     assert (stored.redemption_count, stored.used_up, stored.version) == (1, False, 1)
     assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
+
+
+async def test_a_rejected_scan_read_before_a_redaction_does_not_commit_after_it(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts
+) -> None:
+    """A rejected scan writes no count, but copies the pass for the scanner: prepared from a
+    read that a redaction then made stale, its commit is refused (and its retry reads the
+    redacted pass), so no copy of the erased data is stored after the erasure."""
+    _, record = await _issue(service)
+    await _scan(service, pass_id=record.id)  # used: the next scan is rejected
+    redemptions = Redemptions(repo, ScanStore(repo.db), artifacts, SystemClock())
+    scan, apply, _ = await redemptions.redeem(RedeemPass(**command_base(), pass_id=record.id))
+    assert scan.reason == "already_redeemed"  # type: ignore[attr-defined]
+    await service.handle(RedactPass(**command_base(), pass_id=record.id))
+    with pytest.raises(ConcurrentUpdate):
+        async with repo.unit_of_work() as uow:
+            await apply(uow)
+    assert await repo.db["scans"].count_documents({"scanned_pass.holder_name": "Ada"}) == 0
