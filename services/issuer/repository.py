@@ -8,7 +8,7 @@ outbox events and the command's stored result are committed together or not at a
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,8 +27,9 @@ from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
-# The `issuer_migrations` entry of the holder_email_key backfill.
+# The `issuer_migrations` entries of the holder_email_key and redemption_limit backfills.
 EMAIL_KEYS_MIGRATION = "holder_email_key"
+REDEMPTION_LIMITS_MIGRATION = "redemption_limit"
 LEGACY_EMAIL_INDEX = "account_id_1_mode_1_holder_email_1__id_-1"
 EXPIRED_LINK_KEPT = timedelta(days=30)
 
@@ -166,14 +167,43 @@ class IssuerRepository:
         reads every pass (no index serves "has no key"), which on a large store costs each
         start minutes. Completed, it is recorded in `issuer_migrations`; delete that document
         to run it again (docs/operations.md#data-migrations-at-start)."""
-        if await self.migrations.find_one({"_id": EMAIL_KEYS_MIGRATION}) is not None:
+        return await self._once(EMAIL_KEYS_MIGRATION, self.backfill_email_keys)
+
+    async def backfill_redemption_limits_once(self) -> int:
+        """`backfill_redemption_limits` at a start, unless an earlier start completed it."""
+        return await self._once(REDEMPTION_LIMITS_MIGRATION, self.backfill_redemption_limits)
+
+    async def _once(self, name: str, migration: Callable[[], Awaitable[int]]) -> int:
+        if await self.migrations.find_one({"_id": name}) is not None:
             return 0
-        updated = await self.backfill_email_keys()
+        updated = await migration()
         await self.migrations.update_one(
-            {"_id": EMAIL_KEYS_MIGRATION},
+            {"_id": name},
             {"$setOnInsert": {"completed_at": datetime.now(UTC), "updated": updated}},
             upsert=True,
         )
+        return updated
+
+    async def backfill_redemption_limits(self) -> int:
+        """Give passes stored before redemption policies existed their template's limit, which
+        their objects show as `redemptions_remaining` (null reads as unlimited, while scans
+        follow the template type's default: a single-use ticket). One update per template, by
+        the index that serves its passes; only passes without a limit, so a template change
+        that set its passes' limit meanwhile wins. Idempotent."""
+        updated = 0
+        async for doc in self.templates.find({}):
+            template = TemplateRecord.model_validate(doc)
+            limit = template.policy().max_redemptions
+            result = await self.passes.update_many(
+                {
+                    "account_id": template.account_id,
+                    "mode": template.mode,
+                    "template_id": template.id,
+                    "redemption_limit": {"$exists": False},
+                },
+                {"$set": {"redemption_limit": limit}},
+            )
+            updated += result.modified_count
         return updated
 
     async def backfill_email_keys(self, batch: int = 1000) -> int:

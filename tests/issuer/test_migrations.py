@@ -2,8 +2,14 @@
 holder_email_key backfill runs until a start completes it, then never again (its query reads
 every pass), and deleting its `issuer_migrations` entry runs it once more."""
 
-from services.issuer.repository import EMAIL_KEYS_MIGRATION, LEGACY_EMAIL_INDEX, IssuerRepository
+from services.issuer.repository import (
+    EMAIL_KEYS_MIGRATION,
+    LEGACY_EMAIL_INDEX,
+    REDEMPTION_LIMITS_MIGRATION,
+    IssuerRepository,
+)
 from shared.mongo import count_commands
+from tests.support.records import pass_record, template_record
 
 
 async def _legacy_pass(repo: IssuerRepository, pass_id: str, email: str) -> None:
@@ -65,3 +71,21 @@ async def test_an_index_a_release_retired_is_dropped_at_start(repo: IssuerReposi
     finally:
         count_commands(None)
     assert "dropIndexes" not in sent
+
+
+async def test_passes_stored_before_redemption_policies_get_their_templates_limit(
+    repo: IssuerRepository,
+) -> None:
+    """Their objects showed `redemptions_remaining: null` (unlimited) while scans followed the
+    type's default: an event ticket is single-use."""
+    template = template_record(type="event", redemption=None)
+    await repo.templates.insert_one(template.model_dump(by_alias=True))
+    old = pass_record(_id="pass_old", template_id=template.id).model_dump(by_alias=True)
+    del old["redemption_limit"]
+    await repo.passes.insert_one(old)
+    assert await repo.backfill_redemption_limits_once() == 1
+    stored = await repo.passes.find_one({"_id": "pass_old"})
+    assert stored is not None
+    assert stored["redemption_limit"] == 1
+    assert await repo.migrations.find_one({"_id": REDEMPTION_LIMITS_MIGRATION}) is not None
+    assert await repo.backfill_redemption_limits_once() == 0
