@@ -72,6 +72,9 @@ def test_an_iphone_gets_apple_buttons_and_an_android_phone_google_ones() -> None
     assert {wallet for wallet, _ in _buttons(android)} == {"google"}
     assert len(_buttons(android)) == 2
     assert "data-qr-content" not in ios + android
+    # No "add all" section at all, not a heading with nothing under it.
+    assert "Add these passes" in ios
+    assert "Add these passes" not in android
 
 
 def test_each_pass_keeps_its_template_colors_under_the_pages_csp() -> None:
