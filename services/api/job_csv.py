@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.errors import InvalidRequest
 from shared.models import RowError
+from shared.pass_limits import metadata_problem
 
 HOLDER_COLUMNS = ("holder_name", "holder_email")
 METADATA_PREFIX = "metadata."
@@ -44,12 +45,23 @@ def check_header(header: list[str], field_keys: set[str]) -> list[str]:
         if name in HOLDER_COLUMNS or name in field_keys:
             continue
         if name.startswith(METADATA_PREFIX) and len(name) > len(METADATA_PREFIX):
+            _check_metadata_column(name)
             continue
         raise _header_error(
             f"Unknown column '{name}': use holder_name, holder_email, metadata.<key> or a "
             f"field of the template ({', '.join(sorted(field_keys)) or 'it has none'})."
         )
     return columns
+
+
+def _check_metadata_column(name: str) -> None:
+    """A `metadata.<key>` column whose key no pass can hold fails the request, not each row."""
+    key = name.removeprefix(METADATA_PREFIX)
+    problem = metadata_problem({key: ""})
+    if problem is None and "\x00" in key:
+        problem = (name, "keys may not hold a NUL character")
+    if problem is not None:
+        raise _header_error(f"The column '{name}' names no possible metadata key: {problem[1]}")
 
 
 def _row(columns: list[str], cells: list[str]) -> dict[str, Any]:
@@ -74,7 +86,8 @@ def _row(columns: list[str], cells: list[str]) -> dict[str, Any]:
 
 def parse_rows(data: bytes, field_keys: set[str], max_rows: int) -> list[dict[str, Any] | RowError]:
     """The rows of a CSV import as row bodies (or the error of a malformed record)."""
-    reader = csv.reader(io.StringIO(_text(data), newline=""))
+    # strict: a quote left open is an error, not a cell that swallows the rest of the file.
+    reader = csv.reader(io.StringIO(_text(data), newline=""), strict=True)
     try:
         header = next(reader, None)
         if header is None:

@@ -28,6 +28,7 @@ from shared.ids import has_prefix, new_id
 from shared.messages import AddImportRows, ImportChunk, ImportRow, StartJob
 from shared.models import JobRecord, RowError, TemplateRecord, row_error
 from shared.nats import COMMAND_HEADROOM_BYTES, max_payload
+from shared.pass_values import check_pass_values
 
 # Rows in one chunk of work (what one issuer replica does in one transaction).
 CHUNK_ROWS = 200
@@ -50,18 +51,13 @@ def checked(
         return row_error(exc)
 
 
-def unknown_field(design: Design, field_values: dict[str, str]) -> RowError | None:
-    """The issuer's check of field keys (services/issuer/validation.py), made before upload."""
-    known = design.field_keys()
-    for key in field_values:
-        if key not in known:
-            return row_error(
-                InvalidRequest(
-                    f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
-                    param=f"field_values.{key}",
-                    code="parameter_unknown",
-                )
-            )
+def row_refusal(design: Design, data: dict[str, Any]) -> RowError | None:
+    """What the issuer will refuse of the row's values (shared/pass_values.py), found before
+    upload: the row fails with its number and takes no unit of the quota."""
+    try:
+        check_pass_values(design, data["field_values"], data["metadata"])
+    except InvalidRequest as exc:
+        return row_error(exc)
     return None
 
 
@@ -86,7 +82,7 @@ def import_rows(bodies: Sequence[Any], design: Design) -> list[ImportRow]:
         if isinstance(data, RowError):
             rows.append(ImportRow(row=number, error=data))
             continue
-        error = unknown_field(design, data["field_values"])
+        error = row_refusal(design, data)
         rows.append(ImportRow(row=number, error=error) if error else ImportRow(row=number, **data))
     return rows
 

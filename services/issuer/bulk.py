@@ -23,7 +23,6 @@ from services.issuer.pkpass import sign_pass
 from services.issuer.redemption import barcode_message
 from services.issuer.repository import IssuerRepository, PassFile, UnitOfWork, last_modified_after
 from services.issuer.template_cache import TemplateCache
-from services.issuer.validation import check_field_values, check_metadata_dates, check_pass_limits
 from shared.clock import Clock
 from shared.design import Design
 from shared.errors import ApiError, AuthorizationError, InvalidRequest, not_found
@@ -32,6 +31,7 @@ from shared.messages import CreatePass, PassEventMessage, PassRow
 from shared.metrics import PKPASS_BUILD
 from shared.models import Mode, PassRecord, RowError, TemplateRecord, row_error
 from shared.pass_events import pass_event
+from shared.pass_values import check_field_values, check_metadata_dates, check_pass_limits
 
 
 def issuable(

@@ -5,11 +5,16 @@ passes for different days.
 """
 
 import datetime
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.dates import parse_aware_datetime, parse_w3c_datetime
+from shared.dates import parse_aware_datetime
 from shared.design import Design
+from shared.pass_values import (
+    METADATA_DATE_KEYS,
+    MetadataDateError,
+    MetadataDates,
+    metadata_dates,
+)
 
 __all__ = [
     "APPLE_STYLES",
@@ -24,7 +29,6 @@ __all__ = [
 
 APPLE_STYLES = ("eventTicket", "generic", "storeCard", "coupon", "boardingPass")
 MIN_AUTH_TOKEN_LENGTH = 16  # Apple rejects shorter authentication tokens.
-METADATA_DATE_KEYS = ("expiration_date", "relevant_date")
 
 
 @dataclass(frozen=True)
@@ -55,39 +59,3 @@ class PassContent:
             value = getattr(self, name)
             if value is not None and value.utcoffset() is None:
                 raise ValueError(f"{name} must carry a time zone")
-
-
-class MetadataDateError(ValueError):
-    """An invalid per-pass date in metadata; `param` is e.g. "metadata.relevant_date"."""
-
-    def __init__(self, param: str, message: str):
-        super().__init__(f"{param} {message}")
-        self.param = param
-
-
-@dataclass(frozen=True)
-class MetadataDates:
-    expiration_date: datetime.datetime | None = None
-    relevant_date: datetime.datetime | None = None
-
-
-def metadata_dates(metadata: Mapping[str, object], *, strict: bool = True) -> MetadataDates:
-    """The per-pass date overrides found in a pass's metadata.
-
-    With `strict` (a value the client sends), a present but invalid value raises
-    MetadataDateError (`param` is `metadata.<key>`), an offset with seconds included; without
-    it (a stored pass being rendered), invalid values are ignored (the design's date applies)
-    and an offset with seconds, stored before it was refused, is kept for pass.json to round.
-    """
-    parse = parse_w3c_datetime if strict else parse_aware_datetime
-    found: dict[str, datetime.datetime] = {}
-    for key in METADATA_DATE_KEYS:
-        raw = metadata.get(key)
-        if raw is None:
-            continue
-        try:
-            found[key] = parse(raw)
-        except ValueError as exc:
-            if strict:
-                raise MetadataDateError(f"metadata.{key}", str(exc)) from exc
-    return MetadataDates(**found)

@@ -44,12 +44,7 @@ from services.issuer.repository import (
 from services.issuer.scan_store import ScanStore
 from services.issuer.scans import Redemptions
 from services.issuer.template_cache import TemplateCache
-from services.issuer.validation import (
-    check_field_values,
-    check_metadata_dates,
-    check_pass_limits,
-    validate_design,
-)
+from services.issuer.validation import validate_design
 from shared.clock import Clock
 from shared.design import Design
 from shared.errors import (
@@ -90,6 +85,7 @@ from shared.mongo import is_write_conflict
 from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.outbox import OutboxRelay
 from shared.pass_events import pass_event
+from shared.pass_values import check_field_values, check_metadata_dates, check_pass_limits
 from shared.redemption import resolve_policy
 
 log = logging.getLogger(__name__)

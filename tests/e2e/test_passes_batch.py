@@ -125,6 +125,28 @@ def test_rows_past_the_quota_answer_402_each(stack: Stack) -> None:
         assert_error(single, 402, "billing_error", None, "quota_exceeded")
 
 
+def test_import_rows_the_issuer_would_refuse_take_no_unit(stack: Stack) -> None:
+    """A date without its time zone passes the body's schema but not the issuer's checks: the
+    rows are refused at upload, with their numbers, before the quota is reserved for them."""
+    account = stack.new_account(plan="paid")
+    undated = {"metadata": {"expiration_date": "2031-12-31"}}
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        rows = [undated] * (QUOTA - 1) + [{"holder_name": "Ann"}]
+        body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
+        job = ok(client.post("/v1/jobs", json=body), 202)
+
+        def finished() -> dict[str, Any]:
+            return ok(client.get(f"/v1/jobs/{job['id']}"))
+
+        done = poll(finished, lambda j: j["status"] == "succeeded", message="the import done")
+        assert (done["succeeded"], done["failed"]) == (1, QUOTA - 1)
+        assert {e["error"]["param"] for e in done["errors"]} == {"metadata.expiration_date"}
+        # One unit was taken, for the one pass: the rest of the quota is there.
+        more = ok(client.post("/v1/passes/batch", json={"passes": _rows(template["id"], QUOTA)}))
+        assert [row["status"] for row in more["data"]] == [201] * (QUOTA - 1) + [402]
+
+
 def test_a_retry_of_a_batch_that_timed_out_takes_no_unit_twice(stack: Stack) -> None:
     """The first run reserved the whole quota and timed out while the issuer (stopped) had
     its command; the issuer then made the passes. The retry with the same key re-sends the

@@ -228,21 +228,43 @@ def _line(outcome: JobRowOutcome, site_url: str, made: bool) -> dict[str, Any]:
     }
 
 
+# A cell a spreadsheet would run as a formula (OWASP "CSV injection"): quoted as text.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json")
+
+
 def _csv_line(values: list[Any]) -> str:
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerow(values)
+    csv.writer(out, lineterminator="\n").writerow([_as_text(value) for value in values])
     return out.getvalue()
 
 
+def _as_text(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _wants_csv(accept: str | None) -> bool:
-    """CSV when the client asks for text/csv (before any NDJSON type); NDJSON otherwise."""
-    for part in (accept or "").split(","):
-        media = part.split(";")[0].strip().lower()
-        if media == "text/csv":
-            return True
-        if media in ("application/x-ndjson", "application/jsonl", "application/json"):
-            return False
-    return False
+    """CSV when the client prefers text/csv to every NDJSON type it names (by q-value, then
+    by order; `q=0` refuses a type); NDJSON otherwise, the default."""
+    ranks: dict[str, tuple[float, int]] = {}
+    for position, part in enumerate((accept or "").split(",")):
+        media, *params = (piece.strip().lower() for piece in part.split(";"))
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        kind = "csv" if media == "text/csv" else "ndjson" if media in _NDJSON_TYPES else None
+        if kind is not None and quality > 0:
+            rank = (quality, -position)  # the higher q, then the earlier
+            ranks[kind] = max(ranks.get(kind, rank), rank)
+    wanted = ranks.get("csv")
+    return wanted is not None and wanted > ranks.get("ndjson", (0.0, 0))
 
 
 @router.get(

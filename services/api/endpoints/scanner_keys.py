@@ -51,7 +51,7 @@ async def create_key(
 @router.get(
     "",
     summary="List scanner keys, newest first (revoked ones included, never the keys)",
-    responses=responses(ListObject[ScannerKeyObject], 401, 403),
+    responses=responses(ListObject[ScannerKeyObject], 400, 401, 403),
 )
 async def list_keys(
     ctx: ContextDep,

@@ -17,12 +17,12 @@ from services.issuer.jobs.rerender import Changed, PassRerenderer
 from services.issuer.jobs.rollout import CHUNK_PASSES
 from services.issuer.jobs.store import Chunk, JobStore
 from services.issuer.repository import IssuerRepository, UnitOfWork
-from services.issuer.validation import check_field_values, check_metadata_dates, check_pass_limits
 from shared.design import Design
 from shared.errors import not_found
 from shared.ids import new_id
 from shared.messages import CreateUpdatePassesJob
 from shared.models import JobRecord, PassRecord, TemplateRecord
+from shared.pass_values import check_field_values, check_metadata_dates, check_pass_limits
 
 JOB_TYPE = "update_passes"
 

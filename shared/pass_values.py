@@ -1,0 +1,104 @@
+"""A pass's own values, checked the same way wherever they arrive: the issuer's commands (a
+POST or PATCH of a pass, a batch, an import's chunk, an update job) and the api's check of an
+import's rows before any job exists, so that a row the worker would refuse fails at upload with
+its row number and takes no quota unit (docs/api-decisions.md#jobs).
+
+The dates a pass's metadata may carry (`expiration_date`, `relevant_date`) override the design's
+(docs/templates.md).
+"""
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shared.dates import date_text_problem, parse_aware_datetime, parse_w3c_datetime
+from shared.design import Design
+from shared.errors import InvalidRequest
+from shared.pass_limits import field_values_problem, metadata_problem
+
+METADATA_DATE_KEYS = ("expiration_date", "relevant_date")
+
+
+class MetadataDateError(ValueError):
+    """An invalid per-pass date in metadata; `param` is e.g. "metadata.relevant_date"."""
+
+    def __init__(self, param: str, message: str):
+        super().__init__(f"{param} {message}")
+        self.param = param
+
+
+@dataclass(frozen=True)
+class MetadataDates:
+    expiration_date: datetime.datetime | None = None
+    relevant_date: datetime.datetime | None = None
+
+
+def metadata_dates(metadata: Mapping[str, object], *, strict: bool = True) -> MetadataDates:
+    """The per-pass date overrides found in a pass's metadata.
+
+    With `strict` (a value the client sends), a present but invalid value raises
+    MetadataDateError (`param` is `metadata.<key>`), an offset with seconds included; without
+    it (a stored pass being rendered), invalid values are ignored (the design's date applies)
+    and an offset with seconds, stored before it was refused, is kept for pass.json to round.
+    """
+    parse = parse_w3c_datetime if strict else parse_aware_datetime
+    found: dict[str, datetime.datetime] = {}
+    for key in METADATA_DATE_KEYS:
+        raw = metadata.get(key)
+        if raw is None:
+            continue
+        try:
+            found[key] = parse(raw)
+        except ValueError as exc:
+            if strict:
+                raise MetadataDateError(f"metadata.{key}", str(exc)) from exc
+    return MetadataDates(**found)
+
+
+def check_field_values(design: Design, values: Mapping[str, str | None]) -> None:
+    """Every key a field of the design; a date field's date one pass.json can hold."""
+    known = design.field_keys()
+    for key in values:
+        if key not in known:
+            raise InvalidRequest(
+                f"Unknown field '{key}': the template defines {sorted(known) or 'no fields'}.",
+                param=f"field_values.{key}",
+                code="parameter_unknown",
+            )
+    for field in design.fields:
+        value = values.get(field.key)
+        if value is None or (field.date_style is None and field.time_style is None):
+            continue
+        problem = date_text_problem(value)
+        if problem is not None:
+            raise InvalidRequest(
+                f"field_values.{field.key} {problem}: {value!r}.",
+                param=f"field_values.{field.key}",
+                code="parameter_invalid",
+            )
+
+
+def check_metadata_dates(metadata: dict[str, Any]) -> None:
+    """`metadata.expiration_date` / `relevant_date` override the design's dates: check them."""
+    try:
+        metadata_dates(metadata)
+    except MetadataDateError as exc:
+        raise InvalidRequest(str(exc), param=exc.param, code="parameter_invalid") from exc
+
+
+def check_pass_limits(field_values: dict[str, str], metadata: dict[str, Any]) -> None:
+    """What a pass will hold, after an update's merge, within shared/pass_limits.py."""
+    problem = field_values_problem(field_values) or metadata_problem(metadata)
+    if problem is not None:
+        param, message = problem
+        raise InvalidRequest(message, param=param, code="parameter_too_large")
+
+
+def check_pass_values(
+    design: Design, field_values: dict[str, str], metadata: dict[str, Any]
+) -> None:
+    """Everything the issuer checks of a new pass's values; raises the first one's 400."""
+    check_field_values(design, field_values)
+    check_pass_limits(field_values, metadata)
+    check_metadata_dates(metadata)
