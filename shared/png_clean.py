@@ -78,8 +78,10 @@ def clean_png(data: bytes, max_pixels: int = MAX_DECODE_PIXELS) -> bytes:
             image.load()
             encoded = io.BytesIO()
             image.save(encoded, format="PNG")
-        except _DECODE_ERRORS as exc:
-            raise ValueError(f"could not be decoded as a PNG ({exc})") from exc
+        except Exception as exc:
+            # Untrusted bytes: Pillow raises more than its documented errors on some malformed
+            # streams (an UnboundLocalError for a palette image without its PLTE chunk).
+            raise ValueError(f"could not be decoded as a PNG ({type(exc).__name__})") from exc
     return critical_chunks(encoded.getvalue())
 
 

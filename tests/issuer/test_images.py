@@ -274,6 +274,14 @@ def _png_of(width: int, height: int, idat: bytes) -> bytes:
     return PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
+def _palette_without_plte() -> bytes:
+    """A palette image (colour type 3) without the PLTE chunk it needs: Pillow raised an
+    UnboundLocalError for it, which became a 500."""
+    header = struct.pack(">IIBBBBB", 4, 4, 8, 3, 0, 0, 0)
+    pixels = zlib.compress(b"\0\0\0\0\0" * 4)
+    return PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
 def _inflated_idat(data: bytes) -> bytes:
     idat, offset = b"", 8
     while offset < len(data):
@@ -435,8 +443,17 @@ def _with_bad_idat_crc(data: bytes) -> bytes:
         (_png_of(4, 4, b"not zlib at all"), "could not be decoded as a PNG"),
         (_png_of(4, 4, zlib.compress(b"\0" * 20)), "could not be decoded as a PNG"),
         (png(4, 4)[:-12], "no IEND chunk"),
+        (_palette_without_plte(), "could not be decoded as a PNG"),
     ],
-    ids=["unknown-critical", "bad-type", "idat-crc", "not-zlib", "too-few-pixels", "no-iend"],
+    ids=[
+        "unknown-critical",
+        "bad-type",
+        "idat-crc",
+        "not-zlib",
+        "too-few-pixels",
+        "no-iend",
+        "palette-without-plte",
+    ],
 )
 def test_a_png_that_does_not_decode_is_refused(data: bytes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
