@@ -6,10 +6,18 @@ validates what a client sends (`RedemptionInput`, with dotted params); the issue
 against the template's type (`resolve_policy`). docs/redemption.md.
 """
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from shared.errors import InvalidRequest
 
@@ -48,6 +56,17 @@ class RedemptionInput(BaseModel):
     on_limit: OnLimit = Field(
         "mark_used", description="What the last allowed scan does to the wallet copy."
     )
+
+    @field_validator("valid_from", "valid_until")
+    @classmethod
+    def _storable(cls, value: datetime | None) -> datetime | None:
+        # Stored as a UTC date: 9999-12-31T23:59-23:59 is past the last one Python can hold.
+        if value is not None:
+            try:
+                value.astimezone(UTC)
+            except OverflowError as exc:
+                raise ValueError("is out of range once converted to UTC (years 1 to 9999)") from exc
+        return value
 
     @model_validator(mode="after")
     def _ordered(self) -> "RedemptionInput":

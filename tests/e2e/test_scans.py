@@ -124,6 +124,9 @@ def test_policies_default_by_type_and_templates_show_the_effective_policy(ctx: C
         ({"max_redemptions": "1"}, "redemption.max_redemptions"),
         ({"valid_from": "2027-01-01T00:00:00"}, "redemption.valid_from"),
         ({"valid_until": "soon"}, "redemption.valid_until"),
+        # Past the last date a store holds once in UTC (it was a 500 from the issuer).
+        ({"valid_until": "9999-12-31T23:59:59-23:59"}, "redemption.valid_until"),
+        ({"valid_from": "0001-01-01T00:00:00+01:00"}, "redemption.valid_from"),
         (
             {"valid_from": "2027-01-02T00:00:00Z", "valid_until": "2027-01-01T00:00:00Z"},
             "redemption.valid_until",
