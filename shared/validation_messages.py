@@ -43,3 +43,13 @@ def client_message(msg: str) -> str:
             text = "must " + text[len(subject) :]
             break
     return text.rstrip(". ")
+
+
+def dotted_path(loc: "tuple[object, ...] | list[object]") -> str:
+    """Pydantic's error location as the API's `param`: the field names joined by dots. A bad
+    key of an object (its location ends in the key, then "[key]") names the object, and the
+    names pydantic adds for unions and wrapped types are left out."""
+    parts = [str(part) for part in loc]
+    if parts and parts[-1] == "[key]":
+        parts = parts[:-2]  # the key itself (perhaps empty) and pydantic's marker
+    return ".".join(part for part in parts if not part.startswith("function-"))

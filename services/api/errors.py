@@ -18,7 +18,7 @@ from starlette.routing import Match
 from services.api.deps import authenticate_unread_body
 from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, InvalidRequest, MethodNotAllowed, NotFound
-from shared.validation_messages import client_message
+from shared.validation_messages import client_message, dotted_path
 
 log = logging.getLogger(__name__)
 _SOURCES = {"body", "query", "path", "header", "cookie"}
@@ -37,9 +37,7 @@ def _param(loc: tuple[Any, ...]) -> str | None:
     source = parts.pop(0) if parts and parts[0] in _SOURCES else None
     if source == "header" and parts:
         return "-".join(word.capitalize() for word in str(parts[0]).split("_"))
-    # Pydantic adds the validator's name for unions and wrapped types; keep field names only.
-    path = [str(part) for part in parts if not str(part).startswith("function-")]
-    return ".".join(path) or None
+    return dotted_path(parts) or None
 
 
 def validation_error(exc: RequestValidationError) -> InvalidRequest:

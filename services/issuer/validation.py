@@ -6,7 +6,7 @@ from pydantic import ValidationError
 
 from shared.design import Design, DesignStyleError
 from shared.errors import InvalidRequest
-from shared.validation_messages import client_message
+from shared.validation_messages import client_message, dotted_path
 
 
 def validate_design(
@@ -17,7 +17,7 @@ def validate_design(
         model = Design.model_validate(design)
     except ValidationError as exc:
         first = exc.errors()[0]
-        path = ".".join(str(part) for part in ("design", *first["loc"]))
+        path = dotted_path(("design", *first["loc"]))
         message = client_message(str(first["msg"]))
         raise InvalidRequest(
             f"Invalid {path}: {message}.", param=path, code="parameter_invalid"

@@ -137,6 +137,9 @@ def test_create_with_a_bad_value_is_400_naming_it(
         ({"barcode": {"format": "qr-ish"}}, "design.barcode.format"),
         ({"transit_type": "rocket"}, "design.transit_type"),
         ({"sparkles": True}, "design.sparkles"),
+        # A bad key names the object that holds it (pydantic said "fr..[key]").
+        ({"localizations": {"fr": {"": "x"}}}, "design.localizations.fr"),
+        ({"localizations": {"FR": {"Seat": "Place"}}}, "design.localizations"),
     ],
 )
 def test_create_with_a_bad_design_is_400_with_the_dotted_path(
