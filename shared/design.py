@@ -229,6 +229,7 @@ class Colors(_Strict):
 BARCODE_PLACEHOLDERS = ("{serial_number}", "{short_id}", "{field_values.<key>}")
 _PLACEHOLDER = re.compile(r"serial_number|short_id|field_values\.[A-Za-z0-9_]+")
 # Braces around a name-like word are taken for a placeholder; other braces (JSON, `{ }`) are text.
+_FIELD_PLACEHOLDER = re.compile(r"\{field_values\.([A-Za-z0-9_]+)\}")
 _BRACED_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
@@ -454,6 +455,22 @@ class Design(_Strict):
         """Load a design saved earlier: the shape is validated, the PNGs not decoded again."""
         return cls.model_validate(data, context=STORED)
 
+    def _check_barcode_fields(self) -> None:
+        """A barcode's `{field_values.<key>}` must name a field of the design: no pass could
+        be given a value for another key (field_values take the design's keys only), so its
+        barcode would be left out of every pass."""
+        keys = self.field_keys()
+        for index, barcode in enumerate(self.barcode_list()):
+            for key in _FIELD_PLACEHOLDER.findall(barcode.message):
+                if key not in keys:
+                    where = "barcode" if self.barcode is not None else f"barcodes.{index}"
+                    raise DesignStyleError(
+                        f"{where}.message",
+                        f"{{field_values.{key}}} names no field of the design, so no pass "
+                        f"could carry it; add a field with key {key!r} (a back field keeps it "
+                        "off the front).",
+                    )
+
     def shares_secondary_with_auxiliary(self, apple_style: str) -> bool:
         """Whether Wallet shows at most four secondary and auxiliary fields together for this
         style (a coupon, a store card, a generic pass with a square barcode)."""
@@ -489,6 +506,7 @@ class Design(_Strict):
                     f"An eventTicket shows a strip image or a {' and '.join(conflict)}, not both.",
                 )
         self._check_field_layout(apple_style)
+        self._check_barcode_fields()
         if apple_style == "boardingPass" and self.transit_type is None:
             raise DesignStyleError(
                 "transit_type", "A boardingPass template needs design.transit_type."

@@ -509,3 +509,23 @@ def test_archived_template_can_still_be_patched(client: httpx2.Client) -> None:
     renamed = ok(client.patch(f"/v1/templates/{tmpl['id']}", json={"name": "Retired"}))
     assert renamed["name"] == "Retired"
     assert renamed["archived"] is True
+
+
+def test_a_barcode_must_name_a_field_of_the_design(client: httpx2.Client) -> None:
+    """No pass could carry a value for another key, so its barcode would never show."""
+    undefined = design(barcode={"format": "qr", "message": "T-{field_values.ticket_code}"})
+    error = assert_error(
+        client.post("/v1/templates", json=template_body(design=undefined)),
+        400,
+        "invalid_request_error",
+        param="design.barcode.message",
+    )
+    assert "ticket_code" in error["message"]
+    fields = [{"key": "ticket_code", "label": "Code", "slot": "back"}]
+    defined = design(barcode={"format": "qr", "message": "T-{field_values.ticket_code}"})
+    created = ok(
+        client.post("/v1/templates", json=template_body(design={**defined, "fields": fields}))
+    )
+    # A PATCH that removes the field the barcode reads is refused too.
+    removed = client.patch(f"/v1/templates/{created['id']}", json={"design": defined})
+    assert_error(removed, 400, "invalid_request_error", param="design.barcode.message")
