@@ -54,10 +54,17 @@ def _jobs_command(args: argparse.Namespace) -> int:
         target = jobs.Target.of(args.base_url, args.key)
         if args.command == "import":
             return jobs.run_import(
-                target, args.file, args.template, args.output, args.idempotency_key, console
+                target,
+                args.file,
+                args.template,
+                args.output,
+                args.idempotency_key,
+                console,
+                again=args.again,
             )
         return jobs.run_watch(target, args.job_id, console)
-    except (jobs.JobsError, OSError, httpx2.HTTPError) as exc:
+    except (jobs.JobsError, OSError, httpx2.HTTPError, httpx2.InvalidURL, ValueError) as exc:
+        # ValueError: an answer that is not JSON (not Tessera's API at that URL, say).
         console.print(f"tessera: {exc}")
         return 1
 
@@ -132,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_argument("--output", type=Path, help="results file (default FILE.results.csv)")
     imports.add_argument(
         "--idempotency-key", help="default: derived from the template and the file's bytes"
+    )
+    imports.add_argument(
+        "--again",
+        action="store_true",
+        help="import the file even if it was imported already (FILE.import.json notes the job)",
     )
     job_cmds = commands.add_parser("jobs", help="follow jobs").add_subparsers(
         dest="action", required=True

@@ -5,11 +5,15 @@ The import uploads the CSV as is (POST /v1/jobs/import_passes), watches the job 
 finishes and writes its results (one CSV line per row: pass id and links, or the error). Its
 Idempotency-Key is derived from the template and the file's bytes unless given, so running the
 same command again after an interruption resumes that import instead of starting a second one.
+The API keeps a key for 24 hours only, so the command also notes the job beside the file
+(`FILE.import.json`): run again any time later, it answers that job (its results) instead of
+importing every row a second time; `--again` imports the file anew.
 The base URL and the API key come from flags or from TESSERA_BASE_URL (default: `tessera up`'s
 http://127.0.0.1:8000) and TESSERA_KEY.
 """
 
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -33,6 +37,9 @@ from rich.text import Text
 
 FINISHED = frozenset({"succeeded", "failed", "canceled"})
 POLL_SECONDS = 0.5
+# A poll that fails for a moment (a 429, a 5xx, the api restarting) is tried again this long.
+POLL_PATIENCE_SECONDS = 120.0
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 UPLOAD_TIMEOUT_SECONDS = 600.0
 REQUEST_TIMEOUT_SECONDS = 30.0
 # Where `tessera up` serves the API by default.
@@ -90,6 +97,36 @@ def import_key(template_id: str, data: bytes) -> str:
     return f"tessera-import-{digest[:40]}"
 
 
+def marker_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.import.json")
+
+
+def _file_digest(template_id: str, data: bytes) -> str:
+    return hashlib.sha256(template_id.encode() + b"\0" + data).hexdigest()
+
+
+def noted_job(target: Target, path: Path, template_id: str) -> dict[str, Any] | None:
+    """The job an earlier run made of this very file and template, if the API still has it."""
+    marker = marker_path(path)
+    try:
+        noted = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    digest = _file_digest(template_id, path.read_bytes())
+    if not isinstance(noted, dict) or noted.get("sha256") != digest:
+        return None  # another file, or another template: a new import
+    with target.client() as client:
+        response = client.get(f"/v1/jobs/{noted.get('job_id')}")
+    if response.status_code == 404:
+        return None  # another account, or a store that was reset
+    return _answer(response, 200)
+
+
+def note_job(path: Path, template_id: str, job: dict[str, Any]) -> None:
+    digest = _file_digest(template_id, path.read_bytes())
+    marker_path(path).write_text(json.dumps({"job_id": job["id"], "sha256": digest}) + "\n")
+
+
 def upload(target: Target, path: Path, template_id: str, key: str | None) -> dict[str, Any]:
     """Create the import job; its job object."""
     data = path.read_bytes()
@@ -119,7 +156,7 @@ def watch(target: Target, job_id: str, console: Console) -> dict[str, Any]:
     with target.client() as client, Progress(*columns, console=console) as progress:
         bar = progress.add_task(job_id, total=None)
         while True:
-            job = _answer(client.get(f"/v1/jobs/{job_id}"), 200)
+            job = _poll(client, job_id)
             progress.update(
                 bar,
                 total=job["total"] or None,
@@ -131,9 +168,28 @@ def watch(target: Target, job_id: str, console: Console) -> dict[str, Any]:
             time.sleep(POLL_SECONDS)
 
 
+def _poll(client: httpx2.Client, job_id: str) -> dict[str, Any]:
+    """The job now; a moment's failure (429, 5xx, no connection) is tried again for up to
+    POLL_PATIENCE_SECONDS: the job runs on whether or not this command watches it."""
+    deadline = time.monotonic() + POLL_PATIENCE_SECONDS
+    while True:
+        try:
+            response = client.get(f"/v1/jobs/{job_id}")
+            if response.status_code not in RETRIED_STATUSES:
+                return _answer(response, 200)
+            failure = f"{response.status_code}"
+        except httpx2.TransportError as exc:
+            failure = type(exc).__name__
+        if time.monotonic() > deadline:
+            raise JobsError(f"the API did not answer for the job ({failure}); try again later")
+        time.sleep(POLL_SECONDS * 4)
+
+
 def write_results(target: Target, job_id: str, out: Path) -> int:
-    """Stream the job's results as CSV into `out`; how many rows it holds."""
+    """Stream the job's results as CSV into `out`, replaced only once they are all there;
+    how many rows it holds."""
     rows = -1  # the header line
+    partial = out.with_name(f".{out.name}.partial")
     with (
         target.client(UPLOAD_TIMEOUT_SECONDS) as client,
         client.stream(
@@ -143,10 +199,11 @@ def write_results(target: Target, job_id: str, out: Path) -> int:
         if response.status_code != 200:
             response.read()
             _answer(response, 200)
-        with out.open("wb") as file:
+        with partial.open("wb") as file:
             for chunk in response.iter_bytes():
                 file.write(chunk)
                 rows += chunk.count(b"\n")
+    partial.replace(out)
     return max(rows, 0)
 
 
@@ -164,11 +221,23 @@ def run_import(
     out: Path | None,
     key: str | None,
     console: Console,
+    *,
+    again: bool = False,
 ) -> int:
-    job = upload(target, path, template_id, key)
-    console.print(f"job {job['id']}: {job['total']} rows uploaded")
-    done = watch(target, job["id"], console)
     results = out or path.with_name(f"{path.stem}.results.csv")
+    if results.resolve() == path.resolve():
+        raise JobsError("the results file would replace the CSV itself: choose another --output")
+    job = None if again or key else noted_job(target, path, template_id)
+    if job is not None:
+        console.print(
+            f"job {job['id']}: this file was imported already ({marker_path(path).name}); "
+            "its results follow. Run with --again to import it a second time."
+        )
+    else:
+        job = upload(target, path, template_id, key)
+        note_job(path, template_id, job)
+        console.print(f"job {job['id']}: {job['total']} rows uploaded")
+    done = watch(target, job["id"], console)
     rows = write_results(target, done["id"], results)
     console.print(summary(done))
     for entry in done["errors"][:5]:

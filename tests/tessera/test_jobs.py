@@ -5,8 +5,10 @@ say what went wrong and exit 1 when the import fails."""
 import csv
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pymongo import MongoClient
 
 from tessera.cli import main
 from tests.support.api import TEMPLATE_BODY, all_passes, create_template, list_page
@@ -56,6 +58,20 @@ def test_import_uploads_watches_and_writes_the_results(
     assert again.read_text() == results.read_text()
     with stack.client(headers=account.headers()) as client:
         assert len(list_page(client, "/v1/jobs")["data"]) == 1
+
+    # Days later the API has forgotten the key (24 hours): the note beside the file still
+    # answers the same job, and --again imports the file a second time.
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        mongo[stack.database]["idempotency_keys"].delete_many({})
+    later = ["import", str(source), "--template", template["id"], *flags]
+    assert main(later) == 0
+    assert "imported already" in capsys.readouterr().err
+    with stack.client(headers=account.headers()) as client:
+        assert len(list_page(client, "/v1/jobs")["data"]) == 1
+    assert main([*later, "--again"]) == 0
+    with stack.client(headers=account.headers()) as client:
+        assert len(list_page(client, "/v1/jobs")["data"]) == 2
 
 
 def test_jobs_watch_reads_the_environment_and_failures_exit_1(
