@@ -4,7 +4,6 @@
 import argparse
 import asyncio
 import json
-import os
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -18,11 +17,12 @@ from shared.clock import SystemClock
 from shared.mongo import create_client
 from tessera import jobs
 from tessera.launcher import up
+from tessera.processes import base_env
 
 
 def _mongo_url(data_dir: Path) -> str:
     """TESSERA_MONGODB_URL, else the store of a running `tessera up` on the same data dir."""
-    if url := os.environ.get("TESSERA_MONGODB_URL"):
+    if url := base_env().get("TESSERA_MONGODB_URL"):
         return url
     ready = data_dir / "ready.json"
     if ready.exists():
@@ -34,7 +34,8 @@ def _mongo_url(data_dir: Path) -> str:
 async def _create_account(mongo_url: str, name: str, plan: Plan) -> dict[str, object]:
     client = create_client(mongo_url)
     try:
-        repo = ApiRepository(client[os.environ.get("TESSERA_MONGODB_DATABASE", "tessera")])
+        # The database the services use: the environment's, else the dotenv file's.
+        repo = ApiRepository(client[base_env().get("TESSERA_MONGODB_DATABASE", "tessera")])
         await repo.ensure_indexes()
         return await create_account(repo, SystemClock(), name, plan)
     finally:
@@ -88,7 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     up_cmd.add_argument(
-        "--host", default="127.0.0.1", help="the address every service binds (default: %(default)s)"
+        "--host",
+        default="127.0.0.1",
+        help="the address the four services bind; the embedded NATS and store stay on "
+        "127.0.0.1 (default: %(default)s)",
     )
     up_cmd.add_argument(
         "--port",

@@ -7,7 +7,8 @@ With `--replicas N` every service runs N processes sharing its port (SO_REUSEPOR
 on a port of its own (`tessera.processes.Replica`), as docs/scaling.md describes.
 A service process that dies is restarted on its own (at most MAX_RESTARTS times in
 RESTART_WINDOW seconds, then the stack stops); if nats-server or secantusd-py dies, the stack
-stops. SIGINT/SIGTERM stop every child within 10 seconds and remove ready.json.
+stops. SIGINT/SIGTERM stop every child within 9 seconds (services 6, then the store and nats
+3) and remove ready.json. NATS and the store listen on loopback whatever --host says.
 Before any of that it locks DIR (tessera/datalock.py): a second `tessera up` on the same
 directory fails at once and touches nothing.
 """
@@ -15,6 +16,7 @@ directory fails at once and touches nothing.
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -56,6 +58,9 @@ from tessera.processes import (
 )
 
 START_TIMEOUT = 90.0
+_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@/]*@", re.IGNORECASE)
+# Where the embedded NATS and store listen, whatever address the services bind.
+LOOPBACK = "127.0.0.1"
 MAX_RESTARTS = 5
 RESTART_WINDOW = 60.0
 
@@ -79,9 +84,10 @@ def _stack_env(
     env["TESSERA_NATS_URL"] = nats_url
     env["TESSERA_MONGODB_URL"] = mongo_url
     env["TESSERA_HOST"] = host
-    env.setdefault("TESSERA_BASE_URL", f"http://{host}:{port}")
-    env.setdefault("TESSERA_SITE_URL", f"http://{host}:{port}")
-    env.setdefault("TESSERA_WALLET_URL", f"http://{host}:{port + PORT_OFFSETS['events']}")
+    public = url_host(host)
+    env.setdefault("TESSERA_BASE_URL", f"http://{public}:{port}")
+    env.setdefault("TESSERA_SITE_URL", f"http://{public}:{port}")
+    env.setdefault("TESSERA_WALLET_URL", f"http://{public}:{port + PORT_OFFSETS['events']}")
     env.setdefault("TESSERA_DATA_DIR", str(data_dir))
     env.setdefault("TESSERA_WEBHOOKS_SECRET_KEY", webhooks_key(data_dir))
     # Local development sends webhooks to local receivers; production refuses private targets.
@@ -99,6 +105,20 @@ def webhooks_key(data_dir: Path) -> str:
         with os.fdopen(fd, "wb") as handle:
             handle.write(Fernet.generate_key())
     return path.read_text().strip()
+
+
+def without_password(urls: str) -> str:
+    """A server URL (or a comma-separated list) as the terminal may show it: a password in it
+    becomes `***` (TESSERA_MONGODB_URL=mongodb://user:secret@...)."""
+    return ",".join(_PASSWORD.sub(r"\1***@", url) for url in urls.split(","))
+
+
+def url_host(host: str) -> str:
+    """`host` as a URL names it: an unspecified address (0.0.0.0, ::) is reached through
+    loopback, and an IPv6 address goes in brackets."""
+    if host in ("0.0.0.0", "::"):  # the address --host binds, compared
+        return LOOPBACK
+    return f"[{host}]" if ":" in host else host
 
 
 def _replicas(host: str, port: int, count: int) -> list[Replica]:
@@ -153,37 +173,44 @@ def _up(
         nats_url = env.get("TESSERA_NATS_URL")
         cluster: list[NatsNode] = []
         if not nats_url and nats_nodes > 1:
-            cluster = plan_nodes(host, nats_nodes, data_dir)
+            # NATS and the store serve this stack's services only, which reach them over
+            # loopback: bound there whatever --host says (neither asks for a password).
+            cluster = plan_nodes(LOOPBACK, nats_nodes, data_dir)
             all_routes = routes(cluster)
             for node in cluster:
                 log = logs / f"{node.name}.log"
                 infra.append(Child(node.name, node.argv(all_routes), env, log))
             nats_url = client_urls(cluster)
         elif not nats_url:
-            nats_port = free_port(host)
+            nats_port = free_port(LOOPBACK)
             infra.append(
-                Child("nats", nats_argv(host, nats_port, data_dir / "nats"), env, logs / "nats.log")
+                Child(
+                    "nats",
+                    nats_argv(LOOPBACK, nats_port, data_dir / "nats"),
+                    env,
+                    logs / "nats.log",
+                )
             )
-            nats_url = f"nats://{host}:{nats_port}"
+            nats_url = f"nats://{LOOPBACK}:{nats_port}"
         mongo_url = env.get("TESSERA_MONGODB_URL")
         if not mongo_url:
-            mongo_port = free_port(host)
+            mongo_port = free_port(LOOPBACK)
             infra.append(
                 Child(
                     "mongodb",
-                    mongo_argv(host, mongo_port, data_dir / "mongo"),
+                    mongo_argv(LOOPBACK, mongo_port, data_dir / "mongo"),
                     env,
                     logs / "mongodb.log",
                 )
             )
-            mongo_url = f"mongodb://{host}:{mongo_port}/?directConnection=true"
+            mongo_url = f"mongodb://{LOOPBACK}:{mongo_port}/?directConnection=true"
         for child in infra:
             child.start()
         for child in infra:
             port_ = int(
                 child.argv[child.argv.index("--port" if child.name == "mongodb" else "-p") + 1]
             )
-            wait_tcp(host, port_, deadline)
+            wait_tcp(LOOPBACK, port_, deadline)
         if cluster:
             wait_meta_leader(cluster, deadline)
         stack_env = _stack_env(data_dir, host, port, nats_url, mongo_url)
@@ -199,7 +226,7 @@ def _up(
         for child in services:
             child.start()
         for member, child in zip(members, services, strict=True):
-            wait_ready(f"http://{host}:{member.port(port)}/readyz", deadline, child)
+            wait_ready(f"http://{url_host(host)}:{member.port(port)}/readyz", deadline, child)
         account = asyncio.run(ensure_dev_account(data_dir, mongo_url, stack_env))
         ready: dict[str, Any] = {
             "base_url": stack_env["TESSERA_BASE_URL"],
@@ -212,7 +239,10 @@ def _up(
             ready["nats_nodes"] = [node.describe() for node in cluster]
         # Written whole, then renamed into place: a reader polling for the file never sees it
         # half-written (a test once read it empty).
+        # Private like the data dir's other files: the URLs may carry the store's password.
         written = ready_file.with_suffix(".json.tmp")
+        written.touch(mode=0o600)
+        written.chmod(0o600)
         written.write_text(json.dumps(ready, indent=2) + "\n")
         written.replace(ready_file)
         _banner(
@@ -296,7 +326,7 @@ def _webhook_target_lines(private_allowed: bool) -> list[str]:
 def _nats_lines(ready: dict[str, Any]) -> list[str]:
     nodes = ready.get("nats_nodes")
     if not nodes:
-        return [f"  NATS           {ready['nats_url']}"]
+        return [f"  NATS           {without_password(ready['nats_url'])}"]
     lines = [f"  NATS cluster   {len(nodes)} nodes, every stream with {len(nodes)} replicas"]
     lines += [f"    {n['name']:<12} {n['url']}   (monitoring {n['monitor_url']})" for n in nodes]
     return lines
@@ -322,7 +352,7 @@ def _banner(
         f"  Scanner page   {ready['site_url']}/scan",
         f"  Wallet service {ready['wallet_url']}",
         *_nats_lines(ready),
-        f"  MongoDB        {ready['mongodb_url']}",
+        f"  MongoDB        {without_password(ready['mongodb_url'])}",
         f"  Data           {data_dir}",
         f"  Logs           {data_dir / 'logs'}/*.log   (JSON, one file per process)",
         (

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import IO
 
 import httpx2
+from dotenv import dotenv_values
+
+from shared.settings import env_file
 
 SERVICES = ("api", "events", "issuer", "webhooks")
 # Service ports are fixed offsets from the api port, so wallet_url stays stable across starts.
@@ -259,6 +262,13 @@ def log_tail(log_path: Path, lines: int = 20) -> str:
 
 
 def base_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """The environment the stack runs with: the process's, over the dotenv file the services
+    read (shared/settings.py; an empty value there counts as unset, as the services count it),
+    so that what `tessera up` fills in or decides (the database, the URLs, the store) is what
+    the services will read."""
+    path = env_file()
+    dotenv = dotenv_values(path) if path and Path(path).is_file() else {}
+    env = {key: value for key, value in dotenv.items() if value}
+    env.update(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env

@@ -17,9 +17,9 @@ class IssuerSettings(AppleIdentitySettings):
     google_issuer_id: str | None = None
     google_api_base_url: str = "https://walletobjects.googleapis.com/walletobjects/v1"
     google_token_uri: str | None = None
-    outbox_poll_seconds: float = 1.0
+    outbox_poll_seconds: float = Field(1.0, gt=0)
     # Commands handled at once by one issuer process (each in its own transaction).
-    command_workers: int = 16
+    command_workers: int = Field(16, ge=1)
     # Jobs (docs/architecture.md#jobs): chunks one issuer process works on at once, how long a
     # claim holds a chunk (longer than any chunk takes; a dead replica's chunks are taken over
     # when it expires), the safety-net poll, and how long an import's upload may take before

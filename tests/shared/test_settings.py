@@ -3,6 +3,7 @@ from pydantic import SecretStr, ValidationError
 
 from services.api.config import ApiSettings
 from services.events.config import EventsSettings
+from services.issuer.config import IssuerSettings
 from services.webhooks.config import DEFAULT_RETRY_SCHEDULE_SECONDS, WebhooksSettings
 
 
@@ -89,3 +90,13 @@ def test_a_bad_retry_schedule_is_refused_at_start(
     with pytest.raises(ValidationError, match=problem) as refused:
         WebhooksSettings()
     assert "TESSERA_WEBHOOK_RETRY_SCHEDULE" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("outbox_poll_seconds", 0), ("outbox_poll_seconds", -1), ("command_workers", 0)],
+)
+def test_the_issuer_refuses_a_poll_or_worker_count_that_cannot_work(name: str, value: int) -> None:
+    """A zero poll would query the store in a tight loop; zero command workers is no issuer."""
+    with pytest.raises(ValidationError, match=name):
+        IssuerSettings.model_validate({name: value})
