@@ -8,16 +8,19 @@ The dates a pass's metadata may carry (`expiration_date`, `relevant_date`) overr
 """
 
 import datetime
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shared.barcode_capacity import barcode_problem
 from shared.dates import date_text_problem, parse_aware_datetime, parse_w3c_datetime
 from shared.design import Design
 from shared.errors import InvalidRequest
 from shared.pass_limits import field_values_problem, metadata_problem
 
 METADATA_DATE_KEYS = ("expiration_date", "relevant_date")
+_FIELD_PLACEHOLDER = re.compile(r"\{field_values\.([A-Za-z0-9_]+)\}")
 
 
 class MetadataDateError(ValueError):
@@ -95,6 +98,35 @@ def check_pass_limits(field_values: dict[str, str], metadata: dict[str, Any]) ->
         raise InvalidRequest(message, param=param, code="parameter_too_large")
 
 
+def check_barcode_fits(
+    design: Design, field_values: dict[str, str], changed: Collection[str] | None = None
+) -> None:
+    """The pass's barcode, with its values, one its format can carry (shared/barcode_capacity.py);
+    the 400 names the first value the message takes, or the barcode when it takes none. With
+    `changed` (an update), only when a changed key is one a barcode shows: a pass stored before
+    this check stays updatable."""
+    if changed is not None:
+        shown = {
+            key
+            for code in design.barcode_list()
+            for key in _FIELD_PLACEHOLDER.findall(code.message)
+        }
+        if not shown.intersection(changed):
+            return
+    problem = barcode_problem(design, field_values)
+    if problem is None:
+        return
+    where, message = problem
+    barcode = design.barcode_list()[int(where.rpartition(".")[2]) if "." in where else 0]
+    keys = [key for key in _FIELD_PLACEHOLDER.findall(barcode.message) if key in field_values]
+    param = f"field_values.{keys[0]}" if keys else f"design.{where}.message"
+    raise InvalidRequest(
+        f"The pass's barcode cannot carry its values: {message}.",
+        param=param,
+        code="parameter_invalid",
+    )
+
+
 def check_pass_values(
     design: Design, field_values: dict[str, str], metadata: dict[str, Any]
 ) -> None:
@@ -102,3 +134,4 @@ def check_pass_values(
     check_field_values(design, field_values)
     check_pass_limits(field_values, metadata)
     check_metadata_dates(metadata)
+    check_barcode_fits(design, field_values)

@@ -31,7 +31,7 @@ from shared.messages import CreatePass, PassEventMessage, PassRow
 from shared.metrics import PKPASS_BUILD
 from shared.models import Mode, PassRecord, RowError, TemplateRecord, row_error
 from shared.pass_events import pass_event
-from shared.pass_values import check_field_values, check_metadata_dates, check_pass_limits
+from shared.pass_values import check_pass_values
 
 
 def issuable(
@@ -68,9 +68,7 @@ def new_pass(
     now: datetime,
 ) -> PassRecord:
     """A checked, new pass record of `template` (the checks raise the row's ApiError)."""
-    check_field_values(design, row.field_values)
-    check_pass_limits(row.field_values, row.metadata)
-    check_metadata_dates(row.metadata)
+    check_pass_values(design, row.field_values, row.metadata)
     record = PassRecord.model_validate(
         {
             "_id": new_id("pass"),

@@ -85,7 +85,12 @@ from shared.mongo import is_write_conflict
 from shared.nats import COMMAND_HEADROOM_BYTES
 from shared.outbox import OutboxRelay
 from shared.pass_events import pass_event
-from shared.pass_values import check_field_values, check_metadata_dates, check_pass_limits
+from shared.pass_values import (
+    check_barcode_fits,
+    check_field_values,
+    check_metadata_dates,
+    check_pass_limits,
+)
 from shared.redemption import resolve_policy
 
 log = logging.getLogger(__name__)
@@ -471,6 +476,7 @@ class IssuerService:
         # A PATCH adds to what is stored: the limits hold for the merged pass (F10).
         check_pass_limits(field_values, metadata)
         check_metadata_dates(metadata)
+        check_barcode_fits(design, field_values, changed=cmd.field_values or {})
         holder = cmd.holder or {}
         updated = record.model_copy(
             update={

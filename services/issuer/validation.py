@@ -4,6 +4,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.barcode_capacity import barcode_problem
 from shared.design import Design, DesignStyleError
 from shared.errors import InvalidRequest
 from shared.validation_messages import client_message, dotted_path
@@ -28,4 +29,12 @@ def validate_design(
         raise InvalidRequest(
             str(exc), param=f"design.{exc.param}", code="parameter_invalid"
         ) from exc
+    # Its fixed text (placeholders at their longest identifiers, field values empty).
+    if (problem := barcode_problem(model, {})) is not None:
+        where, message = problem
+        raise InvalidRequest(
+            f"design.{where}.message: {message}.",
+            param=f"design.{where}.message",
+            code="parameter_invalid",
+        )
     return model

@@ -529,3 +529,28 @@ def test_a_barcode_must_name_a_field_of_the_design(client: httpx2.Client) -> Non
     # A PATCH that removes the field the barcode reads is refused too.
     removed = client.patch(f"/v1/templates/{created['id']}", json={"design": defined})
     assert_error(removed, 400, "invalid_request_error", param="design.barcode.message")
+
+
+def test_a_barcode_its_format_cannot_carry_is_refused(client: httpx2.Client) -> None:
+    """Wallet would issue the pass and draw no barcode: refused with the template, or with the
+    value that makes it too long."""
+    cyrillic = design(barcode={"format": "code128", "message": "Билет {serial_number}"})
+    refused = client.post("/v1/templates", json=template_body(design=cyrillic))
+    error = assert_error(refused, 400, "invalid_request_error", param="design.barcode.message")
+    assert "Latin-1" in error["message"]
+    fields = [{"key": "note", "label": "Note", "slot": "back"}]
+    pdf417 = {
+        **design(barcode={"format": "pdf417", "message": "{field_values.note}"}),
+        "fields": fields,
+    }
+    template = ok(client.post("/v1/templates", json=template_body(design=pdf417)))
+    long_note = {"template_id": template["id"], "field_values": {"note": "x" * 1001}}
+    assert_error(
+        client.post("/v1/passes", json=long_note),
+        400,
+        "invalid_request_error",
+        param="field_values.note",
+    )
+    made = ok(client.post("/v1/passes", json={**long_note, "field_values": {"note": "short"}}))
+    patched = client.patch(f"/v1/passes/{made['id']}", json={"field_values": {"note": "x" * 1001}})
+    assert_error(patched, 400, "invalid_request_error", param="field_values.note")

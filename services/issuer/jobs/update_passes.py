@@ -22,7 +22,12 @@ from shared.errors import not_found
 from shared.ids import new_id
 from shared.messages import CreateUpdatePassesJob
 from shared.models import JobRecord, PassRecord, TemplateRecord
-from shared.pass_values import check_field_values, check_metadata_dates, check_pass_limits
+from shared.pass_values import (
+    check_barcode_fits,
+    check_field_values,
+    check_metadata_dates,
+    check_pass_limits,
+)
 
 JOB_TYPE = "update_passes"
 
@@ -51,6 +56,7 @@ def _with_values(
             metadata[key] = value
     check_pass_limits(field_values, metadata)
     check_metadata_dates(metadata)
+    check_barcode_fits(design, field_values, changed=new_values)
     return Changed(
         updates={"field_values": field_values, "metadata": metadata},
         event_metadata={"field_values": sorted(new_values), "metadata": sorted(new_metadata)},
