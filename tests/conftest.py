@@ -10,13 +10,14 @@ APNs (`fake_apns`), never to Apple.
 """
 
 import os
+import secrets
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
-from shared.mongo import MongoClient, create_client
+from shared.mongo import Database, MongoClient, create_client
 from tests.support.fake_apns import FakeApns, stack_with_fake_apns
 from tests.support.servers import (
     BACKEND,
@@ -71,6 +72,19 @@ async def client(mongo_url: str) -> AsyncIterator[MongoClient]:
     try:
         yield mongo
     finally:
+        await mongo.close()
+
+
+@pytest.fixture
+async def db(mongo_url: str) -> AsyncIterator[Database]:
+    """A database of its own on the session's store, dropped after the test (modules that need
+    another kind of `db` define their own)."""
+    mongo = create_client(mongo_url)
+    database = mongo[f"t_{secrets.token_hex(6)}"]
+    try:
+        yield database
+    finally:
+        await mongo.drop_database(database.name)
         await mongo.close()
 
 

@@ -1,34 +1,17 @@
 """services/api/events_out.py on the real store: an event a holder's request observed is
 recorded with the pass as it is when it is recorded, not as the request read it."""
 
-import secrets
-from collections.abc import AsyncIterator
-
-import pytest
-from pymongo.asynchronous.database import AsyncDatabase
-
 from services.api.events_out import record_observed_event
 from services.issuer.reads import IssuerReads
 from shared.clock import SystemClock
-from shared.mongo import create_client
+from shared.mongo import Database
 from shared.outbox import Outbox
 from tests.support.outbox import outbox_messages
 from tests.support.records import pass_record
 
 
-@pytest.fixture
-async def db(mongo_url: str) -> AsyncIterator[AsyncDatabase]:  # type: ignore[type-arg]
-    client = create_client(mongo_url)
-    database = client[f"t_{secrets.token_hex(6)}"]
-    try:
-        yield database
-    finally:
-        await client.drop_database(database.name)
-        await client.close()
-
-
 async def test_a_download_that_ends_after_a_redaction_records_no_erased_data(
-    db: AsyncDatabase,  # type: ignore[type-arg]
+    db: Database,
 ) -> None:
     """A slow reader's download read the pass before its redaction and ends after it: its
     `downloaded` event (and so any webhook of it) carries none of the erased data."""

@@ -6,7 +6,7 @@ root keys fetched from a key server on a real socket are used and refreshed afte
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +25,7 @@ from shared.errors import ApiError
 from shared.google_ids import object_id
 from shared.ids import new_id
 from shared.messages import PassEventMessage, pass_event_adapter
-from shared.mongo import Database, create_client
+from shared.mongo import Database
 from tests.support.fake_google_keys import FakeGoogleKeys, running_fake_google_keys
 from tests.support.google_signer import HOUR_MS, GoogleSigner
 from tests.support.records import pass_record
@@ -53,17 +53,6 @@ class StoppedClock:
 
     def now(self) -> datetime:
         return self.moment
-
-
-@pytest.fixture
-async def db(mongo_url: str) -> AsyncIterator[Database]:
-    client = create_client(mongo_url)
-    database = client[f"t_{secrets.token_hex(6)}"]
-    try:
-        yield database
-    finally:
-        await client.drop_database(database.name)
-        await client.close()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ expires, then another takes the batch over; writes wake the relay, a transaction
 committed. (The dead letters: tests/issuer/test_outbox.py.)"""
 
 import asyncio
-import secrets
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from nats.aio.msg import Msg
 
 from shared.ids import new_id
 from shared.messages import PassEventMessage
-from shared.mongo import Database, Document, create_client
+from shared.mongo import Database, Document
 from shared.nats import create_broker, ensure_events_stream
 from shared.outbox import (
     LEASE_SECONDS,
@@ -51,17 +50,6 @@ class Published:
 
     def of(self, ids: list[str]) -> list[int]:
         return [self.counts[event_id] for event_id in ids]
-
-
-@pytest.fixture
-async def db(mongo_url: str) -> AsyncIterator[Database]:
-    client = create_client(mongo_url)
-    database = client[f"t_{secrets.token_hex(6)}"]
-    try:
-        yield database
-    finally:
-        await client.drop_database(database.name)
-        await client.close()
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ metadata date, a field's default or a design change superseded before it ran rea
 object they change.
 """
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -53,6 +55,32 @@ def service(
         job_store=store,
         rollout_sweep_seconds=0,
     )
+
+
+@dataclass
+class Rig:
+    """An issuer with Google credentials, its job worker (its chunks run by hand) and the fake
+    Google."""
+
+    service: IssuerService
+    repo: IssuerRepository
+    worker: JobWorker
+    store: JobStore
+    fake_google: FakeGoogle
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.service, self.repo, self.worker, self.store, self.fake_google))
+
+
+@pytest.fixture
+def rig(
+    service: IssuerService,
+    repo: IssuerRepository,
+    worker: JobWorker,
+    store: JobStore,
+    fake_google: FakeGoogle,
+) -> Rig:
+    return Rig(service, repo, worker, store, fake_google)
 
 
 @pytest.fixture
@@ -121,13 +149,8 @@ async def _patch_design(service: IssuerService, template_id: str, **changes: Any
     return patched
 
 
-async def test_a_rollout_of_a_class_change_upserts_no_object(
-    service: IssuerService,
-    repo: IssuerRepository,
-    worker: JobWorker,
-    store: JobStore,
-    fake_google: FakeGoogle,
-) -> None:
+async def test_a_rollout_of_a_class_change_upserts_no_object(rig: Rig) -> None:
+    service, repo, worker, store, fake_google = rig
     template, _passes = await _issued(service, repo)
     before = _object_writes(fake_google)
     colors = {"background": "#000000", "foreground": "#FFFFFF", "label": "#C0C0C0"}
@@ -138,13 +161,8 @@ async def test_a_rollout_of_a_class_change_upserts_no_object(
     assert _object_writes(fake_google) == before
 
 
-async def test_a_changed_default_reaches_only_the_objects_that_show_it(
-    service: IssuerService,
-    repo: IssuerRepository,
-    worker: JobWorker,
-    store: JobStore,
-    fake_google: FakeGoogle,
-) -> None:
+async def test_a_changed_default_reaches_only_the_objects_that_show_it(rig: Rig) -> None:
+    service, repo, worker, store, fake_google = rig
     template, passes = await _issued(service, repo)
     before = _object_writes(fake_google)
     fields = [dict(field) for field in TEMPLATE_BODY["design"]["fields"]]
@@ -158,15 +176,10 @@ async def test_a_changed_default_reaches_only_the_objects_that_show_it(
     assert "Standing" not in str(fake_google.object_of(passes[0].id))
 
 
-async def test_a_rollout_superseded_before_it_ran_still_reaches_the_objects(
-    service: IssuerService,
-    repo: IssuerRepository,
-    worker: JobWorker,
-    store: JobStore,
-    fake_google: FakeGoogle,
-) -> None:
+async def test_a_rollout_superseded_before_it_ran_still_reaches_the_objects(rig: Rig) -> None:
     """A label change (it reaches the objects), then a colour change (the class alone) before
     the first rollout ran: the second rollout builds every pass, and their objects too."""
+    service, repo, worker, store, fake_google = rig
     template, passes = await _issued(service, repo)
     fields = [dict(field) for field in TEMPLATE_BODY["design"]["fields"]]
     fields[1]["label"] = "Door"
@@ -180,13 +193,8 @@ async def test_a_rollout_superseded_before_it_ran_still_reaches_the_objects(
         assert "Door" in str(fake_google.object_of(made.id))
 
 
-async def test_an_update_of_a_metadata_date_alone_reaches_the_objects(
-    service: IssuerService,
-    repo: IssuerRepository,
-    worker: JobWorker,
-    store: JobStore,
-    fake_google: FakeGoogle,
-) -> None:
+async def test_an_update_of_a_metadata_date_alone_reaches_the_objects(rig: Rig) -> None:
+    service, repo, worker, store, fake_google = rig
     template, passes = await _issued(service, repo)
     job = await service.handle(
         CreateUpdatePassesJob(
