@@ -70,6 +70,9 @@ class ApiSettings(ServiceSettings):
     def _real_admin_token(self) -> "ApiSettings":
         refuse_placeholder(self.admin_token, self.environment, "TESSERA_ADMIN_TOKEN")
         token = self.admin_token
+        if token is not None and token.get_secret_value() != token.get_secret_value().strip():
+            # A presented token is read without surrounding spaces: this one could never match.
+            raise ValueError("TESSERA_ADMIN_TOKEN must not begin or end with white space")
         short = token is not None and len(token.get_secret_value()) < 32
         if short and self.environment == "production":
             raise ValueError("TESSERA_ADMIN_TOKEN must be at least 32 characters")

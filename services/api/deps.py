@@ -19,9 +19,8 @@ from services.api.events_out import record_observed_event
 from services.api.idempotency import IdempotencyPolicy
 from services.api.leases import QuotaLeases, RateLeases
 from services.api.limits import (
-    count_admin_failure,
+    admit_admin_attempt,
     enforce_rate_limit,
-    refuse_admin_guessing,
     reserve_pass,
 )
 from services.api.principals import PrincipalCache
@@ -184,14 +183,15 @@ async def _admin(
     # Behind a proxy this is the proxy's address unless uvicorn is told to trust its
     # X-Forwarded-For (FORWARDED_ALLOW_IPS; docs/operations.md).
     client = request.client.host if request.client else "unknown"
-    await refuse_admin_guessing(ctx.repo, ctx.clock, client, ctx.settings.admin_guesses_per_window)
+    limit = ctx.settings.admin_guesses_per_window
+    right_token = await admit_admin_attempt(ctx.repo, ctx.clock, client, limit)
     try:
         presented = _bearer(authorization) or ""
     except AuthenticationError:
         presented = ""
     if not hmac.compare_digest(presented.encode(), token.get_secret_value().encode()):
-        await count_admin_failure(ctx.repo, ctx.clock, client)
         raise AuthenticationError("Invalid admin token.", code="invalid_admin_token")
+    await right_token()
     refuse_unknown_query_params(request)
 
 

@@ -15,6 +15,7 @@ Every authenticated response carries `RateLimit-Limit`, `RateLimit-Remaining` an
 `RateLimit-Reset` (IETF draft names); the middleware writes the headers this module computes.
 """
 
+import ipaddress
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -152,12 +153,20 @@ def _admin_window(clock: Clock, client: str) -> tuple[str, datetime]:
     return f"admin-failures:{client}:{int(start.timestamp())}", end
 
 
-async def refuse_admin_guessing(repo: ApiRepository, clock: Clock, client: str, limit: int) -> None:
-    """429 for a client that presented `limit` wrong admin tokens in this window, whatever it
-    presents now: answering a right token would confirm a guess."""
-    window_id, end = _admin_window(clock, client)
-    if await repo.window_count(window_id) < limit:
-        return
+async def admit_admin_attempt(
+    repo: ApiRepository, clock: Clock, client: str, limit: int
+) -> Callable[[], Awaitable[None]]:
+    """Count this attempt at the admin token before it is judged, so that concurrent guesses
+    cannot all slip under the limit; 429 once the client's window holds `limit` of them,
+    whatever it presents now (answering a right token would confirm a guess). Returns what
+    takes the attempt back out of the count when the token was right: only wrong ones stay."""
+    window_id, end = _admin_window(clock, client_key(client))
+    if await repo.count_request(window_id, end + WINDOW_GRACE) <= limit:
+
+        async def right_token() -> None:
+            await repo.uncount_request(window_id)
+
+        return right_token
     reset = max(1, math.ceil((end - clock.now()).total_seconds()))
     state = request_limits_var.get()
     if state is not None:
@@ -168,9 +177,18 @@ async def refuse_admin_guessing(repo: ApiRepository, clock: Clock, client: str, 
     )
 
 
-async def count_admin_failure(repo: ApiRepository, clock: Clock, client: str) -> None:
-    window_id, end = _admin_window(clock, client)
-    await repo.count_request(window_id, end + WINDOW_GRACE)
+def client_key(host: str) -> str:
+    """Whose guesses count together: an IPv4 address, or an IPv6 address's /64 (one
+    subscriber's network, whose addresses it can change at will)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 # Many passes in one request (POST /v1/passes/batch, import jobs: issue 12). Kept apart from

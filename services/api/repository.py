@@ -181,6 +181,10 @@ class ApiRepository:
         doc = await self._rate_windows.find_one({"_id": window_id}, {"count": 1})
         return 0 if doc is None else int(doc["count"])
 
+    async def uncount_request(self, window_id: str) -> None:
+        """Take one request back out of a window (an admin attempt whose token was right)."""
+        await self._rate_windows.update_one({"_id": window_id}, {"$inc": {"count": -1}})
+
     async def count_request(self, window_id: str, expires_at: datetime) -> int:
         """Count one request in a rate-limit window; returns the window's count after it."""
         for attempt in range(2):

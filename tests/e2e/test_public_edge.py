@@ -2,6 +2,7 @@
 chose, and wrong admin tokens are rate-limited per client address."""
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -54,6 +55,41 @@ def test_wrong_admin_tokens_are_refused_outright_after_a_few(stack: Stack) -> No
         # Other addresses are not affected.
         fine = client.post("/admin/v1/accounts", json=BODY, headers=stack.admin_headers())
         assert fine.status_code == 201
+
+
+def _guess_at_once(stack: Stack, addresses: list[str]) -> list[int]:
+    """One wrong admin token from each address, all in flight together; the statuses."""
+
+    def guess(address: str) -> int:
+        wrong = {"Authorization": "Bearer " + "w" * 43, "X-Forwarded-For": address}
+        with stack.client() as client:
+            return client.get("/admin/v1/accounts", headers=wrong).status_code
+
+    with ThreadPoolExecutor(max_workers=len(addresses)) as pool:
+        return list(pool.map(guess, addresses))
+
+
+def test_guesses_sent_at_once_or_from_one_ipv6_network_share_the_limit(stack: Stack) -> None:
+    """Each attempt is counted before its token is judged: concurrent guesses could all read
+    a count under the limit. An IPv6 client counts by its /64, whose addresses it can change
+    at will. The right token costs nothing of the budget."""
+    for attempt in range(3):
+        began = _window()
+        together = _guess_at_once(stack, [f"203.0.113.{40 + attempt}"] * (3 * ADMIN_GUESSES))
+        network = [f"2001:db8:0:{attempt}::{n + 1:x}" for n in range(2 * ADMIN_GUESSES)]
+        spread = _guess_at_once(stack, network)
+        if _window() == began:
+            break
+    assert together.count(401) == ADMIN_GUESSES
+    assert together.count(429) == 2 * ADMIN_GUESSES
+    assert spread.count(401) == ADMIN_GUESSES
+    operator = {**stack.admin_headers(), "X-Forwarded-For": "203.0.113.99"}
+    with stack.client() as client:
+        answers = [
+            client.get("/admin/v1/accounts", headers=operator).status_code
+            for _ in range(2 * ADMIN_GUESSES)
+        ]
+    assert set(answers) == {200}
 
 
 def test_the_operator_api_has_its_own_document_behind_the_token(stack: Stack) -> None:
