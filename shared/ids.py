@@ -46,9 +46,17 @@ def _base62(value: int, width: int) -> str:
     return "".join(reversed(chars))
 
 
-def new_id(kind: str) -> str:
-    """A new id for a kind named in PREFIXES (e.g. "pass" -> "pass_...")."""
+def new_id(kind: str, *, unguessable: bool = False) -> str:
+    """A new id for a kind named in PREFIXES (e.g. "pass" -> "pass_...").
+
+    Ids made within one millisecond follow each other (the previous one plus one), so one id
+    tells the next: `unguessable` keeps all 80 random bits instead (ids made within the same
+    millisecond then sort in no particular order), for an id that is itself the secret that
+    opens something, such as a pass bundle's public page (`{site_url}/b/{id}`)."""
     global _last
+    if unguessable:
+        value = (time.time_ns() // 1_000_000) << _RANDOM_BITS | secrets.randbits(_RANDOM_BITS)
+        return f"{PREFIXES[kind]}_{_base62(value, _ID_CHARS)}"
     with _lock:
         candidate = (time.time_ns() // 1_000_000) << _RANDOM_BITS | secrets.randbits(_RANDOM_BITS)
         _last = candidate if candidate > _last else _last + 1

@@ -68,7 +68,8 @@ def new_bundle(
 ) -> PassBundleRecord:
     return PassBundleRecord.model_validate(
         {
-            "_id": new_id("pass_bundle"),
+            # The id opens the bundle's public page: every random bit kept.
+            "_id": new_id("pass_bundle", unguessable=True),
             "account_id": account_id,
             "mode": mode,
             "pass_ids": list(pass_ids),
