@@ -2,7 +2,7 @@
 
 Authentication (answered from the replica's principal cache when it may, services/api/
 principals.py) is followed at once by the plan's rate limit (services/api/limits.py); the
-pass-creating endpoints also call `ApiContext.reserve_pass` (v1) or `admit_pass` (Variant A)
+pass-creating endpoints (v1 and Variant A) also call `ApiContext.reserve_pass`
 for the monthly quota. Both limits take their units from leased blocks (services/api/leases.py).
 """
 
@@ -76,12 +76,6 @@ class ApiContext:
         """402 when this month's pass quota is used up; else reserve one pass of it."""
         await reserve_pass(self.quota_leases, self.settings.plans, self.clock, principal)
 
-    async def admit_pass(self, principal: Principal) -> None:
-        """Variant A, which authenticates in the endpoint: the rate limit, then the quota."""
-        refuse_scanner_key(principal, "POST", None)
-        await self.enforce_rate_limit(principal)
-        await self.reserve_pass(principal)
-
     async def command(self, command: Command[R], *, long: bool = False) -> R:
         """Send a command to the service that owns its data; its typed result. A `long` one
         (a batch of up to 100 passes) may take twice the request timeout, which still ends
@@ -133,10 +127,14 @@ async def _variant_a_principal(
     ctx: ContextDep,
     x_api_key: Annotated[str | None, Header(alias="x-api-key", include_in_schema=False)] = None,
 ) -> Principal:
-    """Variant A's `x-api-key`. Its rate limit and quota are taken by the endpoint
-    (`ApiContext.admit_pass`) once the body is known to be valid."""
+    """Variant A's `x-api-key`, then what every authenticated request passes (a scanner key
+    refused, the plan's live-key rule and rate limit), before the body's fields are looked at
+    (docs/api-decisions.md, the order of the checks). The quota is taken by the endpoint, once
+    the body is known to be valid."""
     principal = await authenticate(ctx.repo, x_api_key)
     account_id_var.set(principal.account_id)
+    refuse_scanner_key(principal, "POST", None)
+    await ctx.enforce_rate_limit(principal)
     return principal
 
 

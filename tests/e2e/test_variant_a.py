@@ -149,3 +149,29 @@ def test_another_accounts_template_is_404(stack: Stack) -> None:
         template = create_template(client, TEMPLATE_BODY)
     response = post_passes(stack, {"templateId": template["id"], "data": {}}, other.test_key)
     assert response.status_code == 404
+
+
+def test_a_key_refused_for_what_it_is_answers_401_before_the_body_is_read(stack: Stack) -> None:
+    """A live key on a free plan (v1's 403) is a key Variant A refuses: 401, whatever the
+    body, as authentication comes before the body's fields (docs/api-decisions.md)."""
+    account = stack.new_account()  # free: no live keys
+    response = post_passes(stack, {"templateId": 5, "data": {}}, account.live_key)
+    assert response.status_code == 401, response.text
+    assert set(response.json()) == {"message"}
+
+
+def test_unknown_keys_and_templates_that_need_a_download_link_are_400(stack: Stack) -> None:
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        hidden = create_template(client, {**TEMPLATE_BODY, "require_download_link": True})
+    # A misspelt key is refused, never silently dropped.
+    extra = {"templateId": template["id"], "data": {}, "holderEmail": "ada@example.com"}
+    response = post_passes(stack, extra, account.test_key)
+    assert response.status_code == 400, response.text
+    assert "holderEmail" in response.json()["message"]
+    # Its permanent URLs answer 404 and this answer carries no pass id: no dead links.
+    response = post_passes(stack, {"templateId": hidden["id"], "data": {}}, account.test_key)
+    assert response.status_code == 400, response.text
+    assert "download link" in response.json()["message"]
+    check(openapi(stack), response)

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from services.api import variant_a
 from services.api.deps import ContextDep, VariantAPrincipalDep
@@ -17,7 +17,7 @@ from services.api.endpoints.common import command_base
 from services.api.objects import pass_urls
 from services.api.schemas import StorableBody
 from shared.design import Design
-from shared.errors import NotFound
+from shared.errors import InvalidRequest, NotFound
 from shared.ids import has_prefix, new_id
 from shared.messages import CreatePass
 
@@ -25,6 +25,9 @@ router = APIRouter(tags=["Variant A"])
 
 
 class CreatePassRequest(StorableBody):
+    # A misspelt or extra key is refused, never silently dropped (as in v1).
+    model_config = ConfigDict(extra="forbid")
+
     templateId: StrictStr = Field(max_length=100)  # the wire name of spec 2.8
     data: dict[str, Any]
 
@@ -69,13 +72,20 @@ _DECLARED = {
 async def create_pass(
     ctx: ContextDep, principal: VariantAPrincipalDep, body: CreatePassRequest
 ) -> JSONResponse:
-    await ctx.admit_pass(principal)
+    await ctx.reserve_pass(principal)
     template_id = body.templateId
     template = None
     if has_prefix(template_id, "template"):
         template = await ctx.issuer.template(principal.account_id, principal.mode, template_id)
     if template is None:
         raise NotFound(f"No such template: '{template_id}'")
+    if template.require_download_link:
+        # Its permanent URLs answer 404, and this answer has no pass id to make a link with.
+        raise InvalidRequest(
+            f"Template '{template_id}' requires a download link: issue its passes with "
+            "POST /v1/passes, then POST /v1/passes/{id}/download_links.",
+            code="download_link_required",
+        )
     mapped = variant_a.map_data(Design.from_stored(template.design), body.data)
     checked = variant_a.checked_as_v1(template_id, mapped)
     command = CreatePass(
