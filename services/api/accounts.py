@@ -13,7 +13,7 @@ from typing import Any, Literal
 from services.api.repository import ApiRepository
 from shared.clock import Clock, iso
 from shared.errors import AuthenticationError, not_found
-from shared.ids import new_id
+from shared.ids import derived_id, id_time_ms, new_id
 from shared.models import Mode
 
 Plan = Literal["free", "paid"]
@@ -69,32 +69,41 @@ def api_key_object(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 async def create_key(
-    repo: ApiRepository, clock: Clock, account_id: str, mode: Mode
+    repo: ApiRepository, clock: Clock, account_id: str, mode: Mode, made_by: str | None = None
 ) -> dict[str, Any]:
+    """A new key of the account. `made_by`: the operator request's command id. A retry of that
+    request (its first run failed after writing, so its key was never shown) makes the same
+    key id with a new secret, which replaces the unseen one: one key per request."""
     key = KEY_PREFIXES[mode] + secrets.token_urlsafe(24)
-    key_id = new_id("api_key")
-    await repo.insert_key(
-        {
-            "_id": key_id,
-            "hash": hash_key(key),
-            "account_id": account_id,
-            "mode": mode,
-            "created_at": clock.now(),
-            "revoked_at": None,
-        }
-    )
-    return {"id": key_id, "object": "api_key", "mode": mode, "key": key}
+    doc = {
+        "_id": _made_id("api_key", made_by, mode),
+        "hash": hash_key(key),
+        "account_id": account_id,
+        "mode": mode,
+        "created_at": clock.now(),
+        "revoked_at": None,
+    }
+    await (repo.insert_key(doc) if made_by is None else repo.replace_key(doc))
+    return {"id": doc["_id"], "object": "api_key", "mode": mode, "key": key}
 
 
 async def create_account(
-    repo: ApiRepository, clock: Clock, name: str, plan: Plan
+    repo: ApiRepository, clock: Clock, name: str, plan: Plan, made_by: str | None = None
 ) -> dict[str, Any]:
-    account_id = new_id("account")
+    """A new account with a test and a live key; `made_by` as for `create_key`: a retry makes
+    the same account, not a second one."""
+    account_id = _made_id("account", made_by, "account")
     doc = {"_id": account_id, "name": name, "plan": plan, "created_at": clock.now()}
-    await repo.insert_account(doc)
-    test = await create_key(repo, clock, account_id, "test")
-    live = await create_key(repo, clock, account_id, "live")
+    await (repo.insert_account(doc) if made_by is None else repo.replace_account(doc))
+    test = await create_key(repo, clock, account_id, "test", made_by)
+    live = await create_key(repo, clock, account_id, "live", made_by)
     return {**account_object(doc), "api_keys": {"test": test["key"], "live": live["key"]}}
+
+
+def _made_id(kind: str, made_by: str | None, part: str) -> str:
+    if made_by is None:
+        return new_id(kind)
+    return derived_id(kind, id_time_ms(made_by), f"{made_by}:{part}")
 
 
 async def account_or_404(repo: ApiRepository, account_id: str) -> dict[str, Any]:

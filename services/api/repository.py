@@ -53,6 +53,10 @@ class ApiRepository:
     async def insert_account(self, doc: Document) -> None:
         await self._accounts.insert_one(doc)
 
+    async def replace_account(self, doc: Document) -> None:
+        """Write an account under its id, replacing one a failed run of the same request made."""
+        await self._accounts.replace_one({"_id": doc["_id"]}, doc, upsert=True)
+
     async def account(self, account_id: str) -> Document | None:
         return await self._accounts.find_one({"_id": account_id})
 
@@ -63,6 +67,10 @@ class ApiRepository:
 
     async def insert_key(self, doc: Document) -> None:
         await self._keys.insert_one(doc)
+
+    async def replace_key(self, doc: Document) -> None:
+        """Write a key under its id, replacing one a failed run of the same request made."""
+        await self._keys.replace_one({"_id": doc["_id"]}, doc, upsert=True)
 
     async def key_by_hash(self, key_hash: str) -> Document | None:
         return await self._keys.find_one({"hash": key_hash})

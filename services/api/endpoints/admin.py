@@ -44,10 +44,13 @@ async def _idempotent(
     key: str | None,
     body: Any,
     status: int,
-    run: Callable[[], Awaitable[dict[str, Any]]],
+    run: Callable[[str], Awaitable[dict[str, Any]]],
 ) -> JSONResponse:
+    """`run(command_id)`: the same command id on a retry that takes the key over after a 5xx,
+    so what it makes is made once (an account, a key: ids derived from it)."""
+
     async def produce(command_id: str) -> BaseModel:
-        return _Answer(await run())
+        return _Answer(await run(command_id))
 
     return await idempotent_response(
         ctx, OPERATOR, request, key, body, produce, status=status, redact=without_keys
@@ -68,7 +71,9 @@ async def create_account(
         idempotency_key,
         body.model_dump(),
         201,
-        lambda: accounts.create_account(ctx.repo, ctx.clock, body.name, body.plan),
+        lambda command_id: accounts.create_account(
+            ctx.repo, ctx.clock, body.name, body.plan, made_by=command_id
+        ),
     )
 
 
@@ -110,7 +115,7 @@ async def update_account(
     body: AccountUpdate,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    async def run() -> dict[str, Any]:
+    async def run(_command_id: str) -> dict[str, Any]:
         doc = await ctx.repo.set_plan(_account_id(account_id), body.plan)
         if doc is None:
             raise not_found("account", account_id)
@@ -128,9 +133,11 @@ async def create_api_key(
     body: ApiKeyCreate,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    async def run() -> dict[str, Any]:
+    async def run(command_id: str) -> dict[str, Any]:
         await accounts.account_or_404(ctx.repo, _account_id(account_id))
-        return await accounts.create_key(ctx.repo, ctx.clock, account_id, body.mode)
+        return await accounts.create_key(
+            ctx.repo, ctx.clock, account_id, body.mode, made_by=command_id
+        )
 
     return await _idempotent(ctx, request, idempotency_key, body.model_dump(), 201, run)
 
