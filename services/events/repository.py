@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal
 
-from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -296,19 +296,23 @@ class Registrations:
 class DeviceLogs:
     def __init__(self, db: Database):
         self._logs = db["device_logs"]
+        # One counter per day: its entries are reserved before they are written, so concurrent
+        # posts share the day's allowance instead of each reading it as free.
+        self._days = db["device_log_days"]
 
     async def ensure_indexes(self) -> None:
         await self._logs.create_index(
             "received_at", expireAfterSeconds=int(DEVICE_LOG_TTL.total_seconds())
         )
         await self._logs.create_index("day")
+        await self._days.create_index("expires_at", expireAfterSeconds=0)
 
     async def add(self, messages: list[str], at: datetime) -> int:
-        """Store what fits in today's allowance (roughly: concurrent posts may overshoot by a
-        batch); returns how many were stored."""
+        """Store what fits in today's allowance (DEVICE_LOGS_PER_DAY, however many posts come
+        at once); returns how many were stored."""
         day = at.date().isoformat()
-        stored_today = await self._logs.count_documents({"day": day}, limit=DEVICE_LOGS_PER_DAY)
-        room = messages[: max(0, DEVICE_LOGS_PER_DAY - stored_today)]
+        before = await self._reserve(day, len(messages), at + DEVICE_LOG_TTL)
+        room = messages[: max(0, DEVICE_LOGS_PER_DAY - before)]
         if room:
             await self._logs.insert_many(
                 [
@@ -317,6 +321,23 @@ class DeviceLogs:
                 ]
             )
         return len(room)
+
+    async def _reserve(self, day: str, count: int, expires_at: datetime) -> int:
+        """Add `count` to the day's counter; what it held before."""
+        for attempt in range(2):
+            try:
+                counted = await self._days.find_one_and_update(
+                    {"_id": day},
+                    {"$inc": {"count": count}, "$setOnInsert": {"expires_at": expires_at}},
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
+                assert counted is not None  # an upsert answers the document
+                return int(counted["count"]) - count
+            except DuplicateKeyError:
+                if attempt:  # two replicas made the day's counter at once: it exists now
+                    raise
+        raise AssertionError("unreachable")
 
 
 class WalletRateWindows:

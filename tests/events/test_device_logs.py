@@ -1,5 +1,6 @@
 """Device logs are bounded: entries per request, characters per entry, entries per day."""
 
+import asyncio
 import json
 import logging
 import secrets
@@ -11,7 +12,7 @@ from services.events import repository
 from services.events.device_logs import MAX_ENTRIES, MAX_MESSAGE_CHARS, parse_logs
 from services.events.reads import DeviceLogReads
 from services.events.repository import DeviceLogs
-from shared.mongo import create_client
+from shared.mongo import Database, create_client
 from shared.pagination import PageRequest
 
 
@@ -80,3 +81,17 @@ async def test_a_day_keeps_at_most_its_allowance(
     finally:
         await client.drop_database(db.name)
         await client.close()
+
+
+async def test_posts_at_once_share_the_days_allowance(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each post reserves its entries before it writes them: twenty posts of five at once, with
+    room for twelve, store twelve (each read the day as empty before)."""
+    monkeypatch.setattr(repository, "DEVICE_LOGS_PER_DAY", 12)
+    logs = DeviceLogs(db)
+    await logs.ensure_indexes()
+    today = datetime(2031, 3, 4, 10, tzinfo=UTC)
+    stored = await asyncio.gather(*(logs.add([f"m{n}"] * 5, today) for n in range(20)))
+    assert sum(stored) == 12
+    assert await db["device_logs"].count_documents({}) == 12
