@@ -100,10 +100,15 @@ async def create_account(
     return {**account_object(doc), "api_keys": {"test": test["key"], "live": live["key"]}}
 
 
+# Where each part of one request sorts among ids of its millisecond: the account's keys list
+# newest first, and its live key is made after its test key.
+_ORDER = {"account": 0, "test": 0, "live": 1}
+
+
 def _made_id(kind: str, made_by: str | None, part: str) -> str:
     if made_by is None:
         return new_id(kind)
-    return derived_id(kind, id_time_ms(made_by), f"{made_by}:{part}")
+    return derived_id(kind, id_time_ms(made_by) + _ORDER[part], f"{made_by}:{part}")
 
 
 async def account_or_404(repo: ApiRepository, account_id: str) -> dict[str, Any]:

@@ -21,6 +21,9 @@ async def test_a_retried_account_creation_makes_one_account_and_replaces_its_uns
     first = await create_account(repo, SystemClock(), "Acme", "free", made_by=command_id)
     again = await create_account(repo, SystemClock(), "Acme", "free", made_by=command_id)
     assert again["id"] == first["id"]
+    # Its keys sort as they were made (lists are newest first): the live key after the test key.
+    keys = [doc async for doc in db["api_keys"].find({}).sort("_id", 1)]
+    assert [doc["mode"] for doc in keys] == ["test", "live"]
     assert await db["accounts"].count_documents({}) == 1
     assert await db["api_keys"].count_documents({}) == 2
     # The first run's keys were never shown: only the retry's work.
