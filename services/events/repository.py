@@ -4,6 +4,7 @@ the Apple Wallet web service's `registrations`, `update_tags`, `device_logs` and
 unregistration and a nonce commit with their event, written to the service's outbox
 (events_out.py) in one transaction."""
 
+import contextlib
 import hashlib
 from collections.abc import Awaitable, Sequence
 from datetime import datetime, timedelta
@@ -323,21 +324,21 @@ class DeviceLogs:
         return len(room)
 
     async def _reserve(self, day: str, count: int, expires_at: datetime) -> int:
-        """Add `count` to the day's counter; what it held before."""
-        for attempt in range(2):
-            try:
-                counted = await self._days.find_one_and_update(
-                    {"_id": day},
-                    {"$inc": {"count": count}, "$setOnInsert": {"expires_at": expires_at}},
-                    upsert=True,
-                    return_document=ReturnDocument.AFTER,
-                )
-                assert counted is not None  # an upsert answers the document
-                return int(counted["count"]) - count
-            except DuplicateKeyError:
-                if attempt:  # two replicas made the day's counter at once: it exists now
-                    raise
-        raise AssertionError("unreachable")
+        """Add `count` to the day's counter; what it held before. The counter is made first,
+        on its own: concurrent upserts that also count race on its creation (one may find
+        nothing to answer), while an increment of a counter that exists never does."""
+        with contextlib.suppress(DuplicateKeyError):  # made by a concurrent post meanwhile
+            await self._days.update_one(
+                {"_id": day},
+                {"$setOnInsert": {"count": 0, "expires_at": expires_at}},
+                upsert=True,
+            )
+        counted = await self._days.find_one_and_update(
+            {"_id": day}, {"$inc": {"count": count}}, return_document=ReturnDocument.AFTER
+        )
+        if counted is None:  # removed by its TTL between the two (a day later): nothing stored
+            return DEVICE_LOGS_PER_DAY
+        return int(counted["count"]) - count
 
 
 class WalletRateWindows:
