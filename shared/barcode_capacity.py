@@ -10,33 +10,38 @@ scanned by its code.
 """
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
-from shared.design import Design
+from shared.design import BARCODE_PLACEHOLDER, Barcode, Design
 
 MAX_MESSAGE_BYTES: Final = {"qr": 1600, "aztec": 1500, "pdf417": 1000, "code128": 256}
-_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 # The longest a pass's own identifiers are: a UUID serial number, a 16-character short id.
 _IDENTIFIER_CHARS: Final = {"serial_number": 36, "short_id": 16}
 
 
-def barcode_problem(design: Design, field_values: dict[str, str]) -> tuple[str, str] | None:
-    """(the barcode's param under `design`, what is wrong) for the first barcode whose message,
-    with these values, its format cannot carry; None when every one fits."""
+class BarcodeProblem(NamedTuple):
+    where: str  # the barcode's path under `design`
+    message: str  # what is wrong
+    barcode: Barcode
+
+
+def barcode_problem(design: Design, field_values: dict[str, str]) -> BarcodeProblem | None:
+    """The first barcode whose message, with these values, its format cannot carry; None when
+    every one fits."""
     for index, barcode in enumerate(design.barcode_list()):
         message = _expanded(barcode.message, field_values)
-        where = "barcode" if design.barcode is not None else f"barcodes.{index}"
+        where = design.barcode_path(index)
         if barcode.format == "code128":
             try:
                 message.encode("iso-8859-1")
             except UnicodeEncodeError:
-                return where, "Code 128 carries Latin-1 text only (ISO-8859-1)"
+                why = "Code 128 carries Latin-1 text only (ISO-8859-1)"
+                return BarcodeProblem(where, why, barcode)
         size = _size(message)
         limit = MAX_MESSAGE_BYTES[barcode.format]
         if size > limit:
-            return where, (
-                f"the message is {size} bytes; a {barcode.format} barcode carries at most {limit}"
-            )
+            why = f"the message is {size} bytes; a {barcode.format} barcode carries at most {limit}"
+            return BarcodeProblem(where, why, barcode)
     return None
 
 
@@ -47,7 +52,7 @@ def _expanded(template: str, field_values: dict[str, str]) -> str:
             return field_values.get(key, "")
         return "x" * _IDENTIFIER_CHARS[name]
 
-    return _PLACEHOLDER.sub(value, template)
+    return BARCODE_PLACEHOLDER.sub(value, template)
 
 
 def _size(message: str) -> int:

@@ -228,8 +228,9 @@ class Colors(_Strict):
 # (passjson.py, google/objects.py) replace exactly these.
 BARCODE_PLACEHOLDERS = ("{serial_number}", "{short_id}", "{field_values.<key>}")
 _PLACEHOLDER = re.compile(r"serial_number|short_id|field_values\.[A-Za-z0-9_]+")
+# A placeholder in a message: group 1 its name, group 2 the key of a `field_values.<key>` one.
+BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 # Braces around a name-like word are taken for a placeholder; other braces (JSON, `{ }`) are text.
-_FIELD_PLACEHOLDER = re.compile(r"\{field_values\.([A-Za-z0-9_]+)\}")
 _BRACED_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
@@ -247,6 +248,10 @@ class Barcode(_Strict):
     alt_text: str | None = Field(
         default=None, max_length=100, description="Text shown under the barcode."
     )
+
+    def field_keys(self) -> list[str]:
+        """The keys of the `{field_values.<key>}` its message shows, in order."""
+        return [key for _, key in BARCODE_PLACEHOLDER.findall(self.message) if key]
 
     @field_validator("message")
     @classmethod
@@ -461,15 +466,18 @@ class Design(_Strict):
         barcode would be left out of every pass."""
         keys = self.field_keys()
         for index, barcode in enumerate(self.barcode_list()):
-            for key in _FIELD_PLACEHOLDER.findall(barcode.message):
+            for key in barcode.field_keys():
                 if key not in keys:
-                    where = "barcode" if self.barcode is not None else f"barcodes.{index}"
                     raise DesignStyleError(
-                        f"{where}.message",
+                        f"{self.barcode_path(index)}.message",
                         f"{{field_values.{key}}} names no field of the design, so no pass "
                         f"could carry it; add a field with key {key!r} (a back field keeps it "
                         "off the front).",
                     )
+
+    def barcode_path(self, index: int) -> str:
+        """Where the `index`-th of `barcode_list()` is, under `design`."""
+        return "barcode" if self.barcode is not None else f"barcodes.{index}"
 
     def shares_secondary_with_auxiliary(self, apple_style: str) -> bool:
         """Whether Wallet shows at most four secondary and auxiliary fields together for this

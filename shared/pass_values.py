@@ -8,7 +8,6 @@ The dates a pass's metadata may carry (`expiration_date`, `relevant_date`) overr
 """
 
 import datetime
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,6 @@ from shared.errors import InvalidRequest
 from shared.pass_limits import field_values_problem, metadata_problem
 
 METADATA_DATE_KEYS = ("expiration_date", "relevant_date")
-_FIELD_PLACEHOLDER = re.compile(r"\{field_values\.([A-Za-z0-9_]+)\}")
 
 
 class MetadataDateError(ValueError):
@@ -106,22 +104,16 @@ def check_barcode_fits(
     `changed` (an update), only when a changed key is one a barcode shows: a pass stored before
     this check stays updatable."""
     if changed is not None:
-        shown = {
-            key
-            for code in design.barcode_list()
-            for key in _FIELD_PLACEHOLDER.findall(code.message)
-        }
+        shown = {key for code in design.barcode_list() for key in code.field_keys()}
         if not shown.intersection(changed):
             return
     problem = barcode_problem(design, field_values)
     if problem is None:
         return
-    where, message = problem
-    barcode = design.barcode_list()[int(where.rpartition(".")[2]) if "." in where else 0]
-    keys = [key for key in _FIELD_PLACEHOLDER.findall(barcode.message) if key in field_values]
-    param = f"field_values.{keys[0]}" if keys else f"design.{where}.message"
+    keys = [key for key in problem.barcode.field_keys() if key in field_values]
+    param = f"field_values.{keys[0]}" if keys else f"design.{problem.where}.message"
     raise InvalidRequest(
-        f"The pass's barcode cannot carry its values: {message}.",
+        f"The pass's barcode cannot carry its values: {problem.message}.",
         param=param,
         code="parameter_invalid",
     )

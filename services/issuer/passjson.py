@@ -11,7 +11,7 @@ from typing import Any
 from services.issuer.content import PassContent
 from shared.apple_identity import SigningIdentity
 from shared.dates import parse_aware_datetime, w3c_date
-from shared.design import Barcode, DesignField
+from shared.design import BARCODE_PLACEHOLDER, Barcode, DesignField
 from shared.design_event import (
     APPLE_EVENT_TYPES,
     APPLE_LINK_KEYS,
@@ -36,7 +36,6 @@ _BARCODE_FORMATS = {
 }
 # iOS before 9 reads only the singular `barcode` key, and cannot show Code 128.
 _LEGACY_BARCODE_FORMATS = frozenset({"qr", "pdf417", "aztec"})
-_BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 _SECONDARY_LIMIT = 4
 DEFAULT_CHANGE_MESSAGE = "Changed to %@"
 _MAX_DIGITS = 15  # a number's magnitude Wallet shows faithfully: 10^-15 to 10^15
@@ -231,7 +230,7 @@ def expand_barcode_message(template: str, content: PassContent) -> str:
             return content.short_id
         return content.field_values.get(match.group(2), "")
 
-    return _BARCODE_PLACEHOLDER.sub(replace, template)
+    return BARCODE_PLACEHOLDER.sub(replace, template)
 
 
 def _barcodes(content: PassContent) -> list[tuple[str, dict[str, str]]]:

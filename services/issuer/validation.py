@@ -31,10 +31,9 @@ def validate_design(
         ) from exc
     # Its fixed text (placeholders at their longest identifiers, field values empty).
     if (problem := barcode_problem(model, {})) is not None:
-        where, message = problem
         raise InvalidRequest(
-            f"design.{where}.message: {message}.",
-            param=f"design.{where}.message",
+            f"design.{problem.where}.message: {problem.message}.",
+            param=f"design.{problem.where}.message",
             code="parameter_invalid",
         )
     return model

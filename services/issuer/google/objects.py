@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 
 from services.issuer.google.identity import GoogleIdentity
 from shared.dates import w3c_date
-from shared.design import Design
+from shared.design import BARCODE_PLACEHOLDER, Design
 from shared.design_event import Event, seat_values
 from shared.google_ids import class_id, object_id
 
@@ -37,7 +37,6 @@ _BARCODE_TYPES: Final = {
 # Seat part (shared/design_event.SEAT_PARTS) -> key of Google's EventSeat.
 _SEAT_KEYS: Final = {"section": "section", "row": "row", "number": "seat", "gate": "gate"}
 # The same placeholders, with the same meaning, as the Apple barcode message (pkpass.py).
-_BARCODE_PLACEHOLDER = re.compile(r"\{(serial_number|short_id|field_values\.([A-Za-z0-9_]+))\}")
 
 
 def vertical_for(template_type: str) -> Vertical:
@@ -60,7 +59,7 @@ def expand_barcode_message(
             return short_id
         return field_values.get(match.group(2), "")
 
-    return _BARCODE_PLACEHOLDER.sub(replace, template)
+    return BARCODE_PLACEHOLDER.sub(replace, template)
 
 
 def build_class(
