@@ -153,6 +153,11 @@ class WebhookRepository:
         doc = await self.deliveries.find_one({"_id": delivery_id})
         return None if doc is None else DeliveryRecord.model_validate(doc)
 
+    async def payloads(self, delivery_ids: Collection[str]) -> dict[str, str]:
+        """The stored bodies of the deliveries that still exist, by id."""
+        cursor = self.deliveries.find({"_id": {"$in": list(delivery_ids)}}, {"payload": 1})
+        return {doc["_id"]: doc["payload"] async for doc in cursor}
+
     async def insert_delivery(self, record: DeliveryRecord) -> bool:
         """False when this event already has a delivery for this webhook (a redelivery)."""
         return bool(await self.insert_deliveries([record]))

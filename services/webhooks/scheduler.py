@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from services.webhooks.delivery import Attempted
 from services.webhooks.fresh import FreshWebhooks
+from services.webhooks.fresh_payloads import FreshPayloads
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
 from services.webhooks.slots import KeyedSlots
@@ -130,6 +131,7 @@ class Scheduler:
         self._sending_for = KeyedSlots(max_per_account)
         self._renewer: asyncio.Task[None] | None = None
         self._fresh = FreshWebhooks(repo.webhooks_by_ids, FRESH_SECONDS)
+        self._fresh_payloads = FreshPayloads(repo.payloads)
         self._first: FirstSender | None = None
         # First attempts that outlived FIRST_SEND_SECONDS, to be recorded once done.
         self._following: set[asyncio.Task[None]] = set()
@@ -438,8 +440,13 @@ class Scheduler:
             lease.free_keys()
 
         try:
-            if waited:  # its copy may be older than a change of the webhook (fresh.py)
+            if waited:  # its copies may be older than a change of the webhook (fresh.py)
                 webhook = await self._fresh.get(delivery.webhook_id)
+                # or than a redaction's erasure of its body (fresh_payloads.py)
+                payload = await self._fresh_payloads.get(delivery.id)
+                if payload is None:  # gone with its webhook
+                    return
+                delivery = delivery.model_copy(update={"payload": payload})
             if (until := self._paused(delivery.webhook_id)) is not None:
                 # Paused while it waited (a Retry-After this replica just heard): not sent.
                 manual = delivery.manual_at is not None

@@ -4,6 +4,7 @@ back other accounts."""
 
 import asyncio
 import itertools
+import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -471,6 +472,58 @@ async def test_a_delivery_that_waited_for_its_slot_is_sent_as_its_webhook_is_now
     finally:
         await scheduler.stop(grace_seconds=5)
     assert sent_to == {first.id: "http://127.0.0.1:9/old", second.id: "http://127.0.0.1:9/new"}
+
+
+async def test_a_delivery_that_waited_for_its_slot_sends_its_body_as_a_redaction_left_it(
+    repo: WebhookRepository,
+) -> None:
+    """A delivery waits behind a slow attempt to the same endpoint while its pass is redacted:
+    it sends the body the redaction erased, not the holder's data read with its claim
+    (docs/privacy.md). A delivery deleted meanwhile (with its webhook) is not sent."""
+    hook = webhook(_id="whk_slow_one")
+    await repo.webhooks.insert_one(hook.to_document())
+    now = datetime.now(UTC)
+    body = {
+        "type": "pass.issued",
+        "data": {"pass": {"id": "pass_held", "holder_name": "Ada Lovelace"}},
+    }
+    first, waiting, deleted = (
+        delivery(
+            webhook_id=hook.id,
+            pass_id="pass_held",
+            payload=json.dumps(body),
+            next_attempt_at=now - timedelta(seconds=n),
+        )
+        for n in (3, 2, 1)
+    )
+    for record in (first, waiting, deleted):
+        await repo.insert_delivery(record)
+    sent: dict[str, str] = {}
+    first_started = asyncio.Event()
+
+    async def attempt(
+        record: DeliveryRecord, current: WebhookRecord | None, token: str, free: Callable[[], None]
+    ) -> NextState | None:
+        sent[record.id] = record.payload
+        if record.id == first.id:
+            first_started.set()
+            await asyncio.sleep(FRESH_SECONDS * 2)  # a slow endpoint: the others wait
+        free()
+        await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
+        return NextState("delivered", None)
+
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=1)
+    scheduler.start(attempt)
+    try:
+        await asyncio.wait_for(first_started.wait(), timeout=10)
+        assert await repo.erase_pass_copies("acct_a", "test", "pass_held", "evt_kept") == 3
+        await repo.deliveries.delete_one({"_id": deleted.id})
+        await _until(lambda: _count(repo, "delivered"), 2)
+    finally:
+        await scheduler.stop(grace_seconds=5)
+    assert set(sent) == {first.id, waiting.id}
+    assert "Ada" in sent[first.id]  # it left before the redaction
+    assert json.loads(sent[waiting.id])["data"]["pass"]["holder_name"] is None
 
 
 async def test_deliveries_waiting_when_the_replica_stops_are_given_back_not_sent(
