@@ -182,6 +182,9 @@ class Deliverer:
         (the webhook was deleted) or the outcome could not be recorded (the lease was lost)."""
         account_id_var.set(delivery.account_id)  # each attempt runs in its own task
         if hook is None:
+            # Stored by a fan-out that read the webhook just before its delete (which removed
+            # the deliveries there were then): removed now, or claimed again at every lease.
+            await self._repo.forget(delivery.id, token)
             return None
         now = self._clock.now()
         manual = delivery.manual_at is not None

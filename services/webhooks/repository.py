@@ -153,6 +153,10 @@ class WebhookRepository:
         doc = await self.deliveries.find_one({"_id": delivery_id})
         return None if doc is None else DeliveryRecord.model_validate(doc)
 
+    async def forget(self, delivery_id: str, token: str) -> None:
+        """Delete a leased delivery whose webhook is gone."""
+        await self.deliveries.delete_one({"_id": delivery_id, "lease_owner": token})
+
     async def payloads(self, delivery_ids: Collection[str]) -> dict[str, str]:
         """The stored bodies of the deliveries that still exist, by id."""
         cursor = self.deliveries.find({"_id": {"$in": list(delivery_ids)}}, {"payload": 1})

@@ -195,6 +195,10 @@ class WebhookService:
                 "failing_since": None,
                 "consecutive_failures": 0,
             }
+        elif cmd.enabled is False and record.disabled_reason is not None:
+            # Disabled by the account now: no longer counted as auto-disabled, and nothing is
+            # queued for it any more (disabled_at stays: when it stopped receiving).
+            changes["disabled_reason"] = None
         if cmd.url is not None:
             changes["url"] = await self._checked_url(cmd.url)
         if "events" in changes:

@@ -355,3 +355,19 @@ async def test_enabling_a_disabled_webhook_clears_its_reason_and_failure_streak(
         None,
         0,
     )
+
+
+async def test_disabling_an_auto_disabled_webhook_makes_it_the_accounts_own_disable(
+    repo: WebhookRepository,
+) -> None:
+    """It then counts as auto-disabled no more and gets no dead delivery per event
+    (docs/webhooks.md#auto-disable): the reason said "failing" until it was enabled again."""
+    service = _service(repo, MovableClock())
+    hook = await _create(service)
+    failing = {"enabled": False, "disabled_reason": "failing", "disabled_at": START}
+    await repo.webhooks.update_one({"_id": hook.id}, {"$set": failing})
+    assert await repo.count_auto_disabled() == 1
+    off = await _update(service, hook.id, enabled=False)
+    assert (off.enabled, off.disabled_reason, off.disabled_at) == (False, None, START)
+    assert await repo.count_auto_disabled() == 0
+    assert await repo.deliverable(hook.account_id, hook.mode) == []
