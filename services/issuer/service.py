@@ -512,6 +512,8 @@ class IssuerService:
                 "holder_name": None,
                 "field_values": {},
                 "metadata": {},
+                # A hash of an object made from the holder's data (docs/google-wallet.md)
+                "google_object_digest": None,
                 "voided": True,
                 "voided_at": record.voided_at or now,
                 "version": record.version + 1,

@@ -217,6 +217,21 @@ async def test_a_redaction_erases_the_codes_its_scans_read(
     assert kept["code"] is None
 
 
+async def test_a_redaction_erases_the_digest_of_the_google_object_last_synced(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """The digest hashes an object made from the holder's name and field values: it goes with
+    them, whether or not Google ever takes the redacted object."""
+    _, record = await _issue(service, max_redemptions=None)
+    await repo.passes.update_one({"_id": record.id}, {"$set": {"google_object_digest": "d" * 64}})
+
+    await service.handle(RedactPass(**command_base(), pass_id=record.id))
+
+    stored = await repo.passes.find_one({"_id": record.id})
+    assert stored is not None
+    assert stored.get("google_object_digest") is None
+
+
 async def test_a_redaction_erases_its_code_from_scans_that_did_not_name_it(
     service: IssuerService, repo: IssuerRepository
 ) -> None:
