@@ -29,6 +29,9 @@ from shared.logs import account_id_var, request_id_var
 
 log = logging.getLogger("tessera.access")
 _TOKEN = re.compile(r"pdl_[A-Za-z0-9_\-]+")
+# The public pages' ids are their bearer secrets: a pass's short id opens its page (holder's
+# name, fields, barcode), a bundle's id its page, a link's token its pass.
+_PUBLIC_ID = re.compile(r"^/([pbl])/[^/.]+")
 _BODY_METHODS = {b"POST", b"PUT", b"PATCH", "POST", "PUT", "PATCH"}
 
 
@@ -182,8 +185,9 @@ async def _undo(limits: RequestLimits) -> None:
 
 
 def loggable_path(path: str) -> str:
-    """The path with download-link tokens masked: a token in a log is a leaked link."""
-    return _TOKEN.sub("pdl_[redacted]", path)
+    """The path with download-link tokens and the public pages' ids masked: one in a log is a
+    leaked page or link."""
+    return _TOKEN.sub("pdl_[redacted]", _PUBLIC_ID.sub(r"/\1/[redacted]", path))
 
 
 def _too_large(limit: int) -> PayloadTooLarge:

@@ -42,9 +42,15 @@ def test_openapi_documents_objects_and_envelopes_and_never_422() -> None:
     )
 
 
-def test_link_tokens_are_masked_in_access_logs() -> None:
-    assert loggable_path("/l/pdl_abc-DEF_123/pass.pkpass") == "/l/pdl_[redacted]/pass.pkpass"
+def test_link_tokens_and_public_page_ids_are_masked_in_access_logs() -> None:
+    assert loggable_path("/l/pdl_abc-DEF_123/pass.pkpass") == "/l/[redacted]/pass.pkpass"
     assert loggable_path("/v1/passes") == "/v1/passes"
+    assert loggable_path("/v1/download_links/pdl_abc") == "/v1/download_links/pdl_[redacted]"
+    # A pass's short id and a bundle's id open their pages: bearer secrets too.
+    assert loggable_path("/p/Ab3dE5gH7jK9") == "/p/[redacted]"
+    assert loggable_path("/p/Ab3dE5gH7jK9/google") == "/p/[redacted]/google"
+    assert loggable_path("/b/pbdl_0123abc.pkpasses") == "/b/[redacted].pkpasses"
+    assert loggable_path("/t/tmpl_1/logo.png") == "/t/tmpl_1/logo.png"
 
 
 def test_an_unreachable_store_is_a_retryable_500_in_the_envelope() -> None:
