@@ -31,6 +31,37 @@ log = logging.getLogger(__name__)
 MAX_JOB_ERRORS = 100
 MARK_RUNNING_ATTEMPTS = 5
 CONFLICT_BACKOFF_SECONDS = 0.02
+# A chunk that will never run keeps its rows' numbers (its results list them as
+# `job_canceled`) and nothing else of them: an import's row holds the holder's data
+# (docs/privacy.md), which would otherwise stay for as long as the job. A rollout's items are
+# pass ids (and its sweep's marker), kept as they are. An update pipeline: one write serves
+# all the chunks.
+CANCELED: list[dict[str, Any]] = [
+    {
+        "$set": {
+            "state": "canceled",
+            "items": {
+                "$map": {
+                    "input": {"$ifNull": ["$items", []]},
+                    "as": "item",
+                    "in": {
+                        "$cond": [
+                            {
+                                "$and": [
+                                    {"$eq": [{"$type": "$$item"}, "object"]},
+                                    {"$ne": ["$$item.sweep", True]},  # SWEEP_ITEM, kept
+                                ]
+                            },
+                            {"row": "$$item.row"},
+                            "$$item",
+                        ]
+                    },
+                }
+            },
+        }
+    }
+]
+
 ChunkState = Literal["waiting", "pending", "counting", "done", "canceled"]
 # "waiting": uploaded, the job not started yet; "pending": to do; "counting": its work
 # committed, not yet counted into its job; then "done", or "canceled".
@@ -177,7 +208,7 @@ class JobStore:
         async for chunk in self.chunks.find(not_done, {"items.error": 1}, session=session):
             rows = [item for item in chunk.get("items", []) if isinstance(item, dict)]
             unrun += sum(1 for row in rows if row.get("error") is None)
-        await self.chunks.update_many(not_done, {"$set": {"state": "canceled"}}, session=session)
+        await self.chunks.update_many(not_done, CANCELED, session=session)
         return unrun
 
     async def insert_job(self, session: AsyncClientSession, record: JobRecord) -> None:
@@ -204,7 +235,7 @@ class JobStore:
         if result.matched_count == 1:
             await self.chunks.update_many(
                 {**_job_range(job_id), "state": {"$in": ["waiting", "pending"]}},
-                {"$set": {"state": "canceled"}},
+                CANCELED,
                 session=session,
             )
 
@@ -225,7 +256,7 @@ class JobStore:
         await self._in_transaction(
             lambda session: self.chunks.update_one(
                 {"_id": chunk_id, "lease_owner": token, "state": "pending"},
-                {"$set": {"state": "canceled"}, "$unset": {"lease_until": ""}},
+                [*CANCELED, {"$unset": "lease_until"}],
                 session=session,
             )
         )
@@ -414,9 +445,7 @@ class JobStore:
             },
         )
         for job_id in ids:
-            await self.chunks.update_many(
-                {**_job_range(job_id), "state": "waiting"}, {"$set": {"state": "canceled"}}
-            )
+            await self.chunks.update_many({**_job_range(job_id), "state": "waiting"}, CANCELED)
         return ids
 
     # --- reads -------------------------------------------------------------------------------

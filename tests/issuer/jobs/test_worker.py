@@ -93,6 +93,14 @@ def _rows(first: int, count: int, bad: dict[int, dict[str, Any]] | None = None) 
     return rows
 
 
+async def _rows_kept(store: JobStore, job_id: str) -> list[dict[str, Any]]:
+    """What the job's chunks still hold of their rows beyond the row numbers."""
+    kept = []
+    async for chunk in store.chunks_of(job_id):
+        kept += [i for i in chunk.get("items", []) if isinstance(i, dict) and set(i) - {"row"}]
+    return kept
+
+
 async def _upload(
     service: IssuerService, template_id: str, chunks: list[list[ImportRow]], reserved: int = 0
 ) -> JobRecord:
@@ -243,6 +251,8 @@ async def test_cancel_stops_taking_chunks_and_keeps_what_is_done(
     results = await _results(repo, job.id)
     assert [o.row for o in results] == list(range(1, 31))
     assert {o.error.code for o in results[10:] if o.error} == {"job_canceled"}
+    # The rows that will never run keep their numbers, not the holders' data.
+    assert await _rows_kept(store, job.id) == []
     again = await service.handle(CancelJob(**command_base(), job_id=job.id))
     assert isinstance(again, JobCanceled)
     assert (again.job.status, again.released) == ("canceled", 0)  # nothing given back twice
@@ -268,6 +278,7 @@ async def test_an_upload_that_never_finishes_fails_the_job_after_the_timeout(
     assert failed is not None
     assert failed.status == "failed"
     assert [e.error.code for e in failed.errors] == ["job_upload_incomplete"]
+    assert await _rows_kept(store, job_id) == []
     with pytest.raises(InvalidRequest) as closed:
         await service.handle(add.model_copy(update={"command_id": "another"}))
     assert closed.value.code == "job_upload_closed"
