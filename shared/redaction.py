@@ -26,6 +26,8 @@ _ERASED: dict[str, Any] = {
     "google_save_url": None,
     # The digest of the Google object made from them.
     "google_object_digest": None,
+    # What the barcode shows, which a design may build from the field values (a member number).
+    "barcode_message": None,
 }
 
 

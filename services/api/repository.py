@@ -151,23 +151,33 @@ class ApiRepository:
         )
 
     async def erase_pass_copies(
-        self, account_id: str, mode: str, pass_id: str, delivery_ids: Sequence[str] = ()
+        self,
+        account_id: str,
+        mode: str,
+        pass_id: str,
+        delivery_ids: Sequence[str] = (),
+        code: str | None = None,
     ) -> int:
         """Erase a redacted pass's personal data from the stored answers of idempotent
         requests (a retry still answers, without it): answers that hold the pass, and the
         receiver's answer in the answers of resends of the pass's deliveries (`delivery_ids`).
-        How many were rewritten."""
-        copies = self._idempotency.find(
+        `code`, what the pass's barcode showed, is erased from the account's scan answers that
+        read it, in either mode (a scan with the other mode's key names no pass). How many
+        were rewritten."""
+        wanted: list[dict[str, Any]] = [
             {
-                "account_id": account_id,
                 "mode": mode,
                 "$or": [
                     {"response_body.id": {"$in": [pass_id, *delivery_ids]}},
                     {"response_body.pass.id": pass_id},
                     {"response_body.data.pass.id": pass_id},
                 ],
-            },
-            {"response_body": 1},
+            }
+        ]
+        if code:
+            wanted.append({"response_body.object": "scan", "response_body.code": code})
+        copies = self._idempotency.find(
+            {"account_id": account_id, "$or": wanted}, {"response_body": 1, "mode": 1}
         )
         erased = 0
         async for doc in copies:
@@ -176,7 +186,11 @@ class ApiRepository:
                 changed = body.get("response_body") is not None
                 body["response_body"] = None
             else:
-                changed = erase_pass_data(body, pass_id)
+                changed = doc.get("mode") == mode and erase_pass_data(body, pass_id)
+            read_it = body.get("pass_id") == pass_id or (code and body.get("code") == code)
+            if body.get("object") == "scan" and read_it and body.get("code") is not None:
+                body["code"] = None  # a barcode may show a field value (a member number)
+                changed = True
             if changed:
                 await self._idempotency.update_one(
                     {"_id": doc["_id"]}, {"$set": {"response_body": body}}

@@ -128,7 +128,12 @@ def test_redact_erases_every_copy_of_the_holders_data(
     # A receiver that echoes what it got (its answer is stored with the delivery).
     receiver.behave(path, body=f"received the pass of Holder {marker}")
     webhook = create_webhook(client, receiver.url(path))
-    template = create_template(client, TEMPLATE_BODY)
+    # Its barcode shows a field value: the code a scan read is the holder's data too.
+    design = {
+        **TEMPLATE_BODY["design"],
+        "barcode": {"format": "qr", "message": "{field_values.seat}"},
+    }
+    template = create_template(client, {**TEMPLATE_BODY, "design": design})
     create_key = _key()
     create_body = {
         "template_id": template["id"],
@@ -147,6 +152,8 @@ def test_redact_erases_every_copy_of_the_holders_data(
         )
     )
     ok(client.post("/v1/scans", headers=_key(), json={"pass_id": pass_id}))
+    scanned = ok(client.post("/v1/scans", headers=_key(), json={"code": f"Row {marker}"}))
+    assert scanned["pass_id"] == pass_id
     kinds = {"pass.issued", "pass.update_pushed", "pass.redeemed"}
     poll(
         lambda: kinds <= {body_of(r)["type"] for r in receiver.requests(path)},

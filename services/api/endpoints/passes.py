@@ -134,6 +134,10 @@ async def redact_pass(
     without them, and records a `voided` event with `metadata.reason: "redacted"`."""
     require_id(pass_id, "pass", "pass")
     site = ctx.settings.site_url
+    account_id, mode = principal.account_id, principal.mode
+    # What its barcode shows before the redaction (which may change it): erased from the
+    # stored answers of the scans that read it.
+    before = await ctx.issuer.pass_(account_id, mode, pass_id)
     answer = await send_command(
         ctx,
         principal,
@@ -143,9 +147,9 @@ async def redact_pass(
         lambda base: RedactPass(**base, pass_id=pass_id),
         lambda record: PassObject.of(record, site),
     )
-    account_id, mode = principal.account_id, principal.mode
     deliveries = await ctx.webhooks.delivery_ids_of_pass(account_id, mode, pass_id)
-    await ctx.repo.erase_pass_copies(account_id, mode, pass_id, deliveries)
+    code = before.barcode_message if before else None
+    await ctx.repo.erase_pass_copies(account_id, mode, pass_id, deliveries, code)
     return answer
 
 
