@@ -34,8 +34,8 @@ class WalletArtifacts:
         """Google fetches images by URL: the template's Google logo (square, as Google wants
         it) as the api serves it publicly, else its Apple logo, else None.
 
-        Kept for an archived template (whose logo the api no longer serves): archiving must not
-        rewrite the Google class of passes that stay valid; Google keeps its fetched copy.
+        Kept for an archived template, whose logos the api goes on serving: archiving must not
+        rewrite the Google class of passes that stay valid.
         """
         if design.google_logo is not None:
             return f"{self._site_url}/t/{template.id}/google-logo.png"

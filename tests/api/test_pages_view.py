@@ -94,6 +94,9 @@ def test_logo_is_served_same_origin_under_the_site_path() -> None:
     prefixed = build_view(pass_record(), template, path_prefix=site_path("https://x.io/wallet/"))
     assert prefixed.logo_url == "/wallet/t/tmpl_test/logo.png"
     assert site_path("https://x.io") == ""
+    # An archived template's passes remain valid, with their logo.
+    archived = template.model_copy(update={"archived": True})
+    assert build_view(pass_record(), archived).logo_url == "/t/tmpl_test/logo.png"
 
 
 def test_pass_css_carries_the_colors_and_nothing_else() -> None:

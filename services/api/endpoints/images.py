@@ -5,8 +5,10 @@
 Wallet gets instead when there is one; `/assets/logo.png` is the placeholder used for loyalty
 classes, which Google requires to have a logo. Template
 logos are part of a pass's public face, so they need no key; ids are unguessable anyway.
-An archived template's logo is gone (404). The logo is served cleaned (shared/png_clean.py):
-a template saved before images were cleaned may hold text chunks or a decompression bomb.
+An archived template's logos stay: its passes remain valid (spec 3.3), and their pages and
+Google classes and objects show them (Google refetches images by URL). The logo is served
+cleaned (shared/png_clean.py): a template saved before images were cleaned may hold text
+chunks or a decompression bomb.
 """
 
 import asyncio
@@ -34,7 +36,7 @@ _HEADERS = {
 
 @router.get("/t/{template_id}/logo.png", summary="A template's logo (for Google Wallet)")
 async def template_logo(ctx: ContextDep, template_id: str) -> Response:
-    design = await _live_design(ctx, template_id)
+    design = await _design(ctx, template_id)
     logo = None if design is None else design.images.logo
     if logo is None:
         raise NotFound("No logo at this address.", code="resource_missing")
@@ -44,18 +46,18 @@ async def template_logo(ctx: ContextDep, template_id: str) -> Response:
 
 @router.get("/t/{template_id}/google-logo.png", summary="A template's square Google logo")
 async def template_google_logo(ctx: ContextDep, template_id: str) -> Response:
-    design = await _live_design(ctx, template_id)
+    design = await _design(ctx, template_id)
     if design is None or design.google_logo is None:
         raise NotFound("No logo at this address.", code="resource_missing")
     return await _png(template_id, design.google_logo, "google_logo")
 
 
-async def _live_design(ctx: ContextDep, template_id: str) -> Design | None:
-    """The design of a template that is not archived, or None."""
+async def _design(ctx: ContextDep, template_id: str) -> Design | None:
+    """The design of the template, archived or not, or None."""
     template = None
     if has_prefix(template_id, "template"):
         template = await ctx.issuer.template_by_id(template_id)
-    if template is None or template.archived:
+    if template is None:
         return None
     return Design.from_stored(template.design)
 

@@ -93,8 +93,8 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
 
 
 def logo_url(template: TemplateRecord, design: Design, path_prefix: str) -> str | None:
-    # An archived template's logo answers 404 (endpoints/images.py): no broken image.
-    if design.images.logo is None or template.archived:
+    # An archived template's logo is served too (endpoints/images.py): its passes stay valid.
+    if design.images.logo is None:
         return None
     return f"{path_prefix}/t/{template.id}/logo.png"
 
