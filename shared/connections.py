@@ -1,8 +1,9 @@
 """Opening and closing the Mongo client and the NATS broker inside a lifespan, and running the
 workers that need both (an outbox relay) while they are open."""
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -10,6 +11,7 @@ from typing import Protocol
 from faststream.nats import NatsBroker
 from nats.errors import Error as NatsError
 
+from shared.coherent_cache import CoherentCache
 from shared.mongo import Database, MongoClient, create_client
 from shared.nats import create_broker, ensure_streams
 from shared.settings import ServiceSettings
@@ -51,7 +53,14 @@ class Worker(Protocol):
 @asynccontextmanager
 async def running(connections: Connections, *workers: Worker) -> AsyncIterator[Connections]:
     """Start the broker (with the subscribers registered on it), then the workers; at the end
-    stop the workers, while the broker still publishes what they finish, then close both."""
+    stop the workers, while the broker still publishes what they finish, then close both.
+
+    The workers stop together: each gives its work in flight a grace period (an outbox relay's
+    batch, the issuer's job chunks, ...), and one after another those added up to more than a
+    container's stop timeout. Coherent caches stop after them, as they did when the services
+    listed them last: until the broker stops, its handlers still make changes whose
+    invalidations need the cache's subscription. Each worker is stopped even if another's
+    stop fails; the first failure is raised once all have stopped."""
     await connections.broker.connect()
     # Every service declares the streams before its consumers start, whatever the start order.
     await ensure_streams(connections.broker, connections.stream_replicas)
@@ -62,8 +71,11 @@ async def running(connections: Connections, *workers: Worker) -> AsyncIterator[C
         try:
             yield connections
         finally:
-            for worker in workers:
-                await worker.stop()
+            caches = [worker for worker in workers if isinstance(worker, CoherentCache)]
+            try:
+                await _stop_all([worker for worker in workers if worker not in caches])
+            finally:
+                await _stop_all(caches)
     finally:
         try:
             await connections.broker.stop()
@@ -71,3 +83,12 @@ async def running(connections: Connections, *workers: Worker) -> AsyncIterator[C
             # NATS already gone (its own shutdown, or a crash): nothing is left to drain.
             log.warning("NATS connection not drained at shutdown: %s", exc)
         await connections.mongo.close()
+
+
+async def _stop_all(workers: Sequence[Worker]) -> None:
+    results = await asyncio.gather(*(worker.stop() for worker in workers), return_exceptions=True)
+    failures = [result for result in results if isinstance(result, BaseException)]
+    for failure in failures[1:]:
+        log.error("another worker failed to stop too", exc_info=failure)
+    if failures:
+        raise failures[0]

@@ -13,7 +13,7 @@ from services.api.config import ApiSettings
 from services.events.config import EventsSettings
 from services.issuer.config import IssuerSettings
 from services.webhooks.config import WebhooksSettings
-from shared.settings import ServiceSettings
+from shared.settings import AppleIdentitySettings, ServiceSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS: dict[str, type[ServiceSettings]] = {
@@ -93,9 +93,7 @@ def test_env_example_names_real_settings() -> None:
 def test_settings_load_in_production(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key in os.environ:
-        if key.upper().startswith("TESSERA_"):
-            monkeypatch.delenv(key)
+    _without_tessera_variables(monkeypatch)
     env = {**_env_example(), **_service_env(name)}
     for key, value in env.items():
         if key.startswith("TESSERA_APPLE_") and key.endswith("_PATH"):
@@ -113,13 +111,61 @@ def test_settings_load_in_production(
 def test_apple_secrets_come_from_the_read_only_mount(name: str) -> None:
     """The issuer signs with the Apple identity, the events service authenticates to APNs."""
     assert "./secrets:/run/secrets/tessera:ro" in _compose()[name]["volumes"]
-    paths = {k: v for k, v in _service_env(name).items() if k.endswith("_PATH")}
+    paths = {
+        k: v for k, v in {**_env_example(), **_service_env(name)}.items() if k.endswith("_PATH")
+    }
     assert sorted(paths) == [
         "TESSERA_APPLE_CERTIFICATE_PATH",
         "TESSERA_APPLE_PRIVATE_KEY_PATH",
         "TESSERA_APPLE_WWDR_CERTIFICATE_PATH",
     ]
     assert all(path.startswith("/run/secrets/tessera/") for path in paths.values())
+
+
+def _without_tessera_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what a test sets, and no dotenv file (a developer's .env changes no test)."""
+    for key in os.environ:
+        if key.upper().startswith("TESSERA_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("TESSERA_ENV_FILE", "")
+
+
+@pytest.mark.parametrize("name", ["issuer", "events"])
+def test_a_pkcs12_identity_in_env_is_not_overridden_by_compose(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """.env.example offers a PKCS#12 file instead of the two PEM files. docker-compose.yml's
+    `environment:` wins over `.env`, so it must not set the PEM paths itself: with them and
+    TESSERA_APPLE_PKCS12_PATH the issuer and the events service refused to start."""
+    _without_tessera_variables(monkeypatch)
+    env = _env_example()
+    del env["TESSERA_APPLE_CERTIFICATE_PATH"], env["TESSERA_APPLE_PRIVATE_KEY_PATH"]
+    env["TESSERA_APPLE_PKCS12_PATH"] = "/run/secrets/tessera/pass.p12"
+    for key, value in {**env, **_service_env(name)}.items():
+        monkeypatch.setenv(key, value or DUMMY_SECRET)
+    settings = SETTINGS[name]()
+    assert isinstance(settings, AppleIdentitySettings)
+    assert settings.apple_pkcs12_path == Path("/run/secrets/tessera/pass.p12")
+    assert settings.apple_certificate_path is None
+    assert settings.apple_private_key_path is None
+
+
+def _seconds(duration: str) -> float:
+    """A Compose duration such as "30s", "1m30s" or "2m"."""
+    parts = re.fullmatch(r"(?=\d)(?:(\d+)m)?(?:(\d+)s)?", duration)
+    assert parts, f"not a duration of minutes and seconds: {duration!r}"
+    minutes, seconds = parts.groups()
+    return int(minutes or 0) * 60 + int(seconds or 0)
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_a_stopping_service_gets_the_time_its_shutdown_takes(name: str) -> None:
+    """Docker sends SIGKILL 10 s after SIGTERM unless told otherwise; a service's shutdown lets
+    work in flight finish (webhook attempts up to the request timeout, 10 s, then the workers
+    with up to 10 s each; docs/operations.md#stopping), which takes longer than that."""
+    grace = _compose()[name].get("stop_grace_period")
+    assert grace is not None, f"{name} is killed 10 s after SIGTERM"
+    assert _seconds(str(grace)) >= 30
 
 
 def test_backing_services() -> None:

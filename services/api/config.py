@@ -54,7 +54,7 @@ def default_plans() -> dict[str, PlanLimits]:
 class ApiSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_API_", extra="ignore")
 
-    port: int = 8000
+    port: int = Field(8000, ge=1, le=65535)
     # The operator API (/admin/v1) is served only when this is set.
     admin_token: SecretStr | None = Field(
         None, validation_alias=AliasChoices("TESSERA_ADMIN_TOKEN")
@@ -62,7 +62,10 @@ class ApiSettings(ServiceSettings):
     # Wrong admin tokens one client address may present per 5 minutes (docs/operations.md).
     admin_guesses_per_window: int = Field(10, gt=0)
     max_body_bytes: int = Field(1_048_576, gt=0)
-    idempotency_ttl: timedelta = timedelta(hours=24)
+    # How long an Idempotency-Key's record answers replays (docs/api-decisions.md#idempotency).
+    # A client's retries come minutes or hours later, and a record gone before then makes a
+    # retry run the request again (one hour at least; MongoDB's TTL monitor runs every minute).
+    idempotency_ttl: timedelta = Field(timedelta(hours=24), ge=timedelta(hours=1))
     # The plan table; an account whose plan is missing here gets the "free" limits.
     plans: dict[str, PlanLimits] = Field(default_factory=default_plans)
 

@@ -17,7 +17,7 @@ DEFAULT_GOOGLE_ROOT_KEYS_URL = "https://pay.google.com/gp/m/issuer/keys"
 class EventsSettings(AppleIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_EVENTS_", extra="ignore")
 
-    port: int = 8001
+    port: int = Field(8001, ge=1, le=65535)
     # Apple's web service (docs/wallet-callbacks.md#limits): devices one pass may register (a
     # family sharing a pass, each with a phone and a watch), and requests per window, per pass
     # and per client address (0 turns a rate limit off).

@@ -5,13 +5,18 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from services.issuer.template_cache import TIMINGS
 from shared.settings import AppleIdentitySettings
+
+# The longest a template change takes to leave every issuer's template cache: a silent
+# replica's lease and the ordering margin (services/issuer/template_cache.py).
+TEMPLATE_INVALIDATION_SECONDS = TIMINGS.lease + TIMINGS.order_margin
 
 
 class IssuerSettings(AppleIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_ISSUER_", extra="ignore")
 
-    port: int = 8002
+    port: int = Field(8002, ge=1, le=65535)
     # Google Wallet: a service account JSON key and the Wallet issuer id; unset = development.
     google_service_account_path: Path | None = None
     google_issuer_id: str | None = None
@@ -32,10 +37,10 @@ class IssuerSettings(AppleIdentitySettings):
     # design-changes): a command or a job's chunk prepared longer ago than
     # `max_prepared_age_seconds` is prepared again from fresh reads rather than committed, and
     # a rollout looks for passes still on an older design `rollout_sweep_seconds` after the
-    # change (keep it above the age plus the template caches' invalidation, up to 1.5 s, plus
-    # a margin for a commit's own duration).
+    # change (it must exceed the age plus the template caches' invalidation, up to 1.5 s; the
+    # rest is a margin for a commit's own duration).
     max_prepared_age_seconds: float = Field(5.0, gt=0)
-    rollout_sweep_seconds: float = Field(20.0, ge=0)
+    rollout_sweep_seconds: float = Field(20.0, gt=0)
     # The Google step (docs/google-wallet.md#the-google-step), with Google credentials only:
     # objects upserted at once per process, how long a claim holds a pass, the safety-net
     # poll, and the longest wait between two attempts while Google fails.
@@ -43,6 +48,21 @@ class IssuerSettings(AppleIdentitySettings):
     google_sync_lease_seconds: float = Field(60.0, gt=0)
     google_sync_poll_seconds: float = Field(5.0, gt=0)
     google_retry_max_seconds: float = Field(300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _sweep_after_old_preparations(self) -> "IssuerSettings":
+        # Below, a pass prepared from the old design can commit after the sweep looked, and
+        # keeps the old design (docs/templates.md#passes-made-while-the-design-changes).
+        floor = self.max_prepared_age_seconds + TEMPLATE_INVALIDATION_SECONDS
+        if self.rollout_sweep_seconds <= floor:
+            raise ValueError(
+                f"TESSERA_ISSUER_ROLLOUT_SWEEP_SECONDS ({self.rollout_sweep_seconds:g}) must be "
+                "greater than TESSERA_ISSUER_MAX_PREPARED_AGE_SECONDS "
+                f"({self.max_prepared_age_seconds:g}) + {TEMPLATE_INVALIDATION_SECONDS:g} s "
+                "(the template caches' invalidation): a pass being made from the old design "
+                "could commit after the rollout's sweep looked for such passes"
+            )
+        return self
 
     @model_validator(mode="after")
     def _google_complete(self) -> "IssuerSettings":

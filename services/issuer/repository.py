@@ -210,7 +210,13 @@ class IssuerRepository:
         """Give passes stored before `holder_email_key` existed their normalised copy, so the
         holder_email filter matches them case-insensitively too; how many were updated. Each
         update is guarded by the address it read, so a concurrent change wins (and writes the
-        key itself). Idempotent: every replica may run it at start."""
+        key itself). Idempotent: every replica may run it at start.
+
+        It returns only once its query found no pass without the key (fewer than a batch: all
+        there were, and they have it now). How many a batch modified says nothing: another
+        replica starting at once reads the same passes and may write them first, and one that
+        stopped there would have its start record the migration done while the rest still
+        lack the key (should the other replica die, no later start would give it to them)."""
         updated = 0
         missing = {"holder_email_key": {"$exists": False}, "holder_email": {"$ne": None}}
         while True:
@@ -228,8 +234,9 @@ class IssuerRepository:
                 ordered=False,
             )
             updated += result.modified_count
-            # Nothing modified: every one changed meanwhile (and was written with its key).
-            if len(docs) < batch or result.modified_count == 0:
+            # Each pass read has its key now (written here, by another replica, or by a change
+            # of its address): the next query finds the passes left, none of these.
+            if len(docs) < batch:
                 return updated
 
     @asynccontextmanager

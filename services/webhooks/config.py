@@ -18,7 +18,7 @@ Delay = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 class WebhooksSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_WEBHOOKS_", extra="ignore")
 
-    port: int = 8003
+    port: int = Field(8003, ge=1, le=65535)
     # Fernet keys (comma-separated; the first encrypts, all decrypt, so keys can be rotated)
     # for the signing secrets at rest. Required: `tessera up` generates one for development.
     # The alias only so that a missing key is reported by its variable's name.

@@ -2,6 +2,10 @@
 holder_email_key backfill runs until a start completes it, then never again (its query reads
 every pass), and deleting its `issuer_migrations` entry runs it once more."""
 
+from typing import Any
+
+import pytest
+
 from services.issuer.repository import (
     EMAIL_KEYS_MIGRATION,
     LEGACY_EMAIL_INDEX,
@@ -48,6 +52,42 @@ async def test_the_backfill_runs_until_a_start_completes_it_then_never_again(
     await repo.migrations.delete_one({"_id": EMAIL_KEYS_MIGRATION})
     assert await repo.backfill_email_keys_once() == 1
     assert await _key_of(repo, "pass_old2") == "grace.hopper@example.com"
+
+
+class _AnotherReplicaFirst:
+    """`repo.passes`, where another replica starting at the same time read the same first
+    batch and writes its keys just before this one does (whose writes then modify nothing)."""
+
+    def __init__(self, passes: Any) -> None:
+        self._passes = passes
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._passes, name)
+
+    async def bulk_write(self, requests: Any, **kwargs: Any) -> Any:
+        if not self.raced:
+            self.raced = True
+            await self._passes.bulk_write(requests, **kwargs)
+        return await self._passes.bulk_write(requests, **kwargs)
+
+
+async def test_a_backfill_whose_batch_another_replica_wrote_first_goes_on_to_the_rest(
+    repo: IssuerRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas start at once: the one whose first batch changed nothing (the other wrote
+    it) went on only if its query found no pass without the key, not because it modified
+    nothing; else its start recorded the migration done while the other was still working, and
+    should that one die, no later start gave the rest their key."""
+    emails = [f"Holder.{n}@Example.com" for n in range(5)]
+    for n, email in enumerate(emails):
+        await _legacy_pass(repo, f"pass_old{n}", email)
+    passes = _AnotherReplicaFirst(repo.passes)
+    monkeypatch.setattr(repo, "passes", passes)
+    assert await repo.backfill_email_keys(batch=2) == 3  # the other replica wrote two
+    assert passes.raced
+    for n, email in enumerate(emails):
+        assert await _key_of(repo, f"pass_old{n}") == email.lower()
 
 
 async def test_an_index_a_release_retired_is_dropped_at_start(repo: IssuerRepository) -> None:

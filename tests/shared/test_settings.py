@@ -1,5 +1,6 @@
 import pytest
 from pydantic import SecretStr, ValidationError
+from pydantic_settings import BaseSettings
 
 from services.api.config import ApiSettings
 from services.events.config import EventsSettings
@@ -13,6 +14,26 @@ def test_common_settings_read_the_shared_variables(monkeypatch: pytest.MonkeyPat
     settings = EventsSettings()
     assert settings.nats_url == "nats://nats:4222"
     assert settings.port == 9001
+
+
+@pytest.mark.parametrize("name", ["api", "events", "issuer", "webhooks"])
+@pytest.mark.parametrize("port", ["0", "-1", "65536", "80000"])
+def test_a_port_no_socket_can_have_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, name: str, port: str
+) -> None:
+    """Accepted, it failed later, when the service bound its socket, with a traceback."""
+    classes: dict[str, type[BaseSettings]] = {
+        "api": ApiSettings,
+        "events": EventsSettings,
+        "issuer": IssuerSettings,
+        "webhooks": WebhooksSettings,
+    }
+    monkeypatch.setenv("TESSERA_WEBHOOKS_SECRET_KEY", "k" * 44)
+    monkeypatch.setenv(f"TESSERA_{name.upper()}_PORT", port)
+    with pytest.raises(ValidationError, match="port"):
+        classes[name]()
+    monkeypatch.setenv(f"TESSERA_{name.upper()}_PORT", "65535")
+    assert classes[name]().model_dump()["port"] == 65535
 
 
 def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,9 +102,12 @@ class Stack:
                 "TESSERA_API_ADMIN_GUESSES_PER_WINDOW": str(ADMIN_GUESSES),
                 "TESSERA_DATA_DIR": str(self.work_dir),
                 "TESSERA_ISSUER_OUTBOX_POLL_SECONDS": "0.5",
-                # A rollout's sweep (docs/templates.md) a second after its design change, not
-                # 15: tests that wait for a rollout need not wait for the production margin.
-                "TESSERA_ISSUER_ROLLOUT_SWEEP_SECONDS": "1",
+                # A rollout's sweep (docs/templates.md) 4 s after its design change, not 20:
+                # tests that wait for a rollout need not wait for the production margin. The
+                # issuer refuses a sweep sooner than the max prepared age + 1.5 s (a pass made
+                # from the old design meanwhile could miss the rollout), so that age is 2 s.
+                "TESSERA_ISSUER_MAX_PREPARED_AGE_SECONDS": "2",
+                "TESSERA_ISSUER_ROLLOUT_SWEEP_SECONDS": "4",
                 "TESSERA_WEBHOOKS_SECRET_KEY": self.webhooks_key,
                 # Test receivers listen on loopback, which production refuses (SSRF guard).
                 "TESSERA_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
