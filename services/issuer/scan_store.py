@@ -83,13 +83,21 @@ class ScanStore:
         *,
         bump_version: bool,
     ) -> None:
-        """Add one to the pass's count, only if nobody counted (or voided, or changed, for a
-        re-render) since `read` was read. Inside the command's transaction this is what makes
-        concurrent scans of one pass count exactly once each: the loser conflicts, and its
-        retry reads the new count and rejects."""
+        """Add one to the pass's count, only if nobody counted (or voided, or changed its
+        limit, or changed it at all, for a re-render) since `read` was read. Inside the
+        command's transaction this is what makes concurrent scans of one pass count exactly
+        once each: the loser conflicts, and its retry reads the new count and rejects. A
+        template update that changed the limit meanwhile (its transaction sets each pass's)
+        makes the scan decide again under the new limit: it would have counted past it, and
+        written the old limit back."""
         # A pass stored before redemption existed has no count: null matches a missing field.
         seen: Any = read.redemption_count or {"$in": [0, None]}
-        query: dict[str, Any] = {"_id": read.id, "voided": False, "redemption_count": seen}
+        query: dict[str, Any] = {
+            "_id": read.id,
+            "voided": False,
+            "redemption_count": seen,
+            "redemption_limit": read.redemption_limit,
+        }
         if bump_version:
             query["version"] = read.version
         update: dict[str, Any] = {

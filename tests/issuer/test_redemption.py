@@ -370,3 +370,28 @@ async def test_a_rejected_scan_read_before_a_redaction_does_not_commit_after_it(
         async with repo.unit_of_work() as uow:
             await apply(uow)
     assert await repo.db["scans"].count_documents({"scanned_pass.holder_name": "Ada"}) == 0
+
+
+async def test_an_accepted_scan_read_before_a_lower_limit_does_not_count_past_it(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts
+) -> None:
+    """A scan prepared under the old limit (5, one used) while the template's update lowers it
+    to 1 (its transaction sets the pass's limit): the scan's commit is refused, so it neither
+    counts a second redemption past the new limit nor writes the old limit back; its retry
+    decides under the new one."""
+    template, record = await _issue(service, max_redemptions=5)
+    await _scan(service, pass_id=record.id)
+    redemptions = Redemptions(repo, ScanStore(repo.db), artifacts, SystemClock())
+    scan, apply, _ = await redemptions.redeem(RedeemPass(**command_base(), pass_id=record.id))
+    assert scan.result == "accepted"  # type: ignore[attr-defined]
+    lower = UpdateTemplate(
+        **command_base(), template_id=template.id, redemption={"max_redemptions": 1}
+    )
+    await service.handle(lower)
+    with pytest.raises(ConcurrentUpdate):
+        async with repo.unit_of_work() as uow:
+            await apply(uow)
+    stored = await repo.pass_(record.account_id, "test", record.id)
+    assert stored is not None
+    assert (stored.redemption_count, stored.redemption_limit) == (1, 1)
+    assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
