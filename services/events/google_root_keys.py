@@ -18,7 +18,7 @@ Two sources (docs/wallet-callbacks.md#root-signing-keys):
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -52,6 +52,13 @@ class StaticRootKeys:
     root_keys: list[RootKey]
 
     async def keys(self, now: datetime) -> list[RootKey]:
+        # Once every key of the file expired, a callback is answered 503 (Google retries it
+        # until the file is refreshed), not 401 as a bad signature (Google drops it).
+        if not any(key.expires_at > now for key in self.root_keys):
+            raise RootKeysUnavailable(
+                "every key in TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH has expired: put Google's "
+                "current root signing keys there and restart the events service"
+            )
         return self.root_keys
 
     async def aclose(self) -> None:
@@ -62,9 +69,16 @@ def static_root_keys(path: Path) -> StaticRootKeys:
     """The keys of a file; a file that is unreadable or holds no usable key raises ValueError
     naming the setting, which stops the service at start."""
     try:
-        return StaticRootKeys(load_root_keys(path.read_bytes()))
+        static = StaticRootKeys(load_root_keys(path.read_bytes()))
     except (OSError, ValueError) as exc:
         raise ValueError(f"TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH: {exc}") from exc
+    if not any(key.expires_at > datetime.now(UTC) for key in static.root_keys):
+        log.error(
+            "every key in TESSERA_EVENTS_GOOGLE_ROOT_KEYS_PATH (%s) has expired: Google Wallet "
+            "callbacks are answered 503 until it holds Google's current keys",
+            path,
+        )
+    return static
 
 
 class FetchedRootKeys:

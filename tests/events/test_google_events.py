@@ -251,6 +251,21 @@ async def test_without_root_keys_every_callback_is_503(
     assert await Outboxed(db).events() == []
 
 
+async def test_a_root_keys_file_whose_keys_all_expired_answers_503_not_401(
+    db: Database, signer: GoogleSigner
+) -> None:
+    """Google retries a 5xx, not a 401: the callbacks that come once the file's keys expired
+    are recorded after the operator refreshes it, rather than lost as badly signed."""
+    clock = StoppedClock()
+    expired_ms = int(clock.moment.timestamp() * 1000) - 1
+    roots = StaticRootKeys(load_root_keys(_json(signer.root_keys(expired_ms))))
+    callbacks = _callbacks(db, signer, clock, roots)
+    pass_id = await _stored_pass(db)
+    body = signer.body(recipient_id=ISSUER, object_id=object_id(ISSUER, pass_id))
+    error = await _refused(callbacks, body)
+    assert (error.status, error.code) == (503, "google_root_keys_unavailable")
+
+
 async def test_fetched_root_keys_are_used_and_refreshed_after_their_expiry(
     db: Database, key_server: FakeGoogleKeys
 ) -> None:
