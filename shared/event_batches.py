@@ -43,6 +43,10 @@ FETCH_SECONDS = 1.0
 GATHER_SECONDS = 0.01
 # A batch the handler failed comes back after this long, not at once: an outage is no busy loop.
 RETRY_SECONDS = 1.0
+# While a batch is handled, its messages are reported in progress this often, so that a slow
+# batch (live updates waiting on APNs' timeouts and retries) is not delivered again to another
+# fetcher once JetStream's ack wait (30 s by default) runs out.
+IN_PROGRESS_SECONDS = 10.0
 STOP_GRACE_SECONDS = 5.0
 
 T = TypeVar("T")
@@ -223,6 +227,7 @@ class BatchConsumer(Generic[T]):
         redelivered = frozenset(
             index for index, message in enumerate(parsed) if _num_delivered(message) != 1
         )
+        progress = asyncio.create_task(_in_progress(parsed))
         try:
             with origin("consumer"):
                 await self._handle(ReceivedBatch(events, redelivered))
@@ -235,6 +240,8 @@ class BatchConsumer(Generic[T]):
             for message in parsed:
                 await _settle(message.nak(delay=self._retry_seconds))
             return
+        finally:
+            progress.cancel()
         for message in parsed:
             await _settle(message.ack())
 
@@ -266,6 +273,14 @@ class EventBatchConsumer(BatchConsumer[PassEventMessage]):
             in_flight=in_flight,
             max_in_hand=max_in_hand,
         )
+
+
+async def _in_progress(messages: list[Msg], every: float | None = None) -> None:
+    """Tell JetStream the messages are still being worked on, every `every` seconds."""
+    while True:
+        await asyncio.sleep(IN_PROGRESS_SECONDS if every is None else every)
+        for message in messages:
+            await _settle(message.in_progress())
 
 
 async def _settle(step: Awaitable[None]) -> None:

@@ -54,6 +54,13 @@ class PushResult:
         return self.status == 410 or (self.status == 400 and self.reason in INVALID_TOKEN_REASONS)
 
     @property
+    def transient(self) -> bool:
+        """No answer (a connection lost, a timeout) or APNs' own failure (500, 503): worth
+        another try shortly. Not a 429: that device token is pushed too often, and the next
+        update pushes it again anyway."""
+        return self.status is None or self.status in (500, 503)
+
+    @property
     def outcome(self) -> str:
         """The result label of tessera_apns_pushes_total."""
         if self.delivered:

@@ -4,7 +4,9 @@ command's event with the push counts in its metadata.
 The issuer commits an update's (or a void's) event as a `LiveUpdate` to the live-updates work
 queue instead of the events stream; the events service owns `registrations`, so it pushes, and
 only then publishes the event: `devices_pushed` (APNs answered 200), `push_failures` (anything
-else, the 410s and invalid tokens included) and `devices_unregistered`. A 410 means the token is
+else, the 410s and invalid tokens included) and `devices_unregistered`. A push that got no
+answer or a 500/503 is tried twice more within seconds (PUSH_RETRY_SECONDS) before it counts as
+a failure. A 410 means the token is
 dead for the pass type, a 400 `BadDeviceToken` or `DeviceTokenNotForTopic` that it never was one
 (a fake device registered it): the registrations that use it are removed here.
 
@@ -31,6 +33,10 @@ log = logging.getLogger(__name__)
 # APNs multiplexes pushes over one HTTP/2 connection; this bounds the streams in flight of one
 # pass, or of one batch of live updates.
 MAX_CONCURRENT_PUSHES = 50
+# A push APNs did not answer, or failed itself (PushResult.transient), is tried again after
+# each of these waits: three tries in all, within a few seconds, so that a blip of APNs or of
+# the network does not leave a device without the update until the pass changes again.
+PUSH_RETRY_SECONDS = (1.0, 3.0)
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,13 @@ class LiveUpdates:
         wallet: AppleWebService,
         apns: ApnsClient,
         broker: NatsBroker,
+        retry_seconds: tuple[float, ...] = PUSH_RETRY_SECONDS,
     ):
         self._registrations = registrations
         self._wallet = wallet
         self._apns = apns
         self._broker = broker
+        self._retry_seconds = retry_seconds
 
     async def deliver(self, update: LiveUpdate) -> PassEventMessage:
         """Push the pass's devices, then publish its event with the counts. Raises when the
@@ -96,8 +104,14 @@ class LiveUpdates:
     async def _push(self, pass_id: str, tokens: list[str], limit: asyncio.Semaphore) -> PushReport:
 
         async def one(token: str) -> PushResult:
-            async with limit:
-                return await self._apns.push(token)
+            for wait in (*self._retry_seconds, None):
+                async with limit:
+                    result = await self._apns.push(token)
+                if not result.transient or wait is None:
+                    return result
+                log.info("APNs push for %s to token %s... again in %g s", pass_id, token[:8], wait)
+                await asyncio.sleep(wait)
+            raise AssertionError("unreachable")
 
         results = await asyncio.gather(*(one(token) for token in tokens))
         for token, result in zip(tokens, results, strict=True):

@@ -43,6 +43,8 @@ from tests.support.fake_apns import FakeApns, running_fake_apns
 from tests.support.records import pass_record
 
 PASS_TYPE = "pass.dev.tessera"
+# APNs failures worth another try are tried again this soon here (seconds in production).
+RETRY_SECONDS = (0.05, 0.05)
 
 
 @dataclass
@@ -97,7 +99,7 @@ async def setup(mongo_url: str, nats_url: str, tmp_path: Path) -> AsyncIterator[
     with running_fake_apns(tmp_path / "signing" / "root-ca.pem", tmp_path) as fake:
         tls = tls_context(identity, fake.server_ca_path)
         apns = ApnsClient(fake.url, PASS_TYPE, tls, None, timeout_seconds=5)
-        live = LiveUpdates(registrations, wallet, apns, broker)
+        live = LiveUpdates(registrations, wallet, apns, broker, retry_seconds=RETRY_SECONDS)
         try:
             yield Setup(db, broker, registrations, live, fake, outbox)
         finally:
@@ -127,6 +129,25 @@ async def test_every_registered_device_is_pushed_and_each_answer_counted(setup: 
     }
     assert {push.token for push in setup.fake.pushes()} == {fine, gone, broken}
     assert await setup.registrations.push_tokens(record.id) == [fine, broken]
+
+
+async def test_a_push_apns_failed_itself_is_tried_again_before_it_counts_as_failed(
+    setup: Setup,
+) -> None:
+    """APNs answers 503 twice, then takes the push: the device gets the update. A 500 every
+    time fails after three tries; a 429 (the token pushed too often) is not tried again."""
+    record = await setup.add_pass()
+    blip, down, busy = "e" * 64, "f" * 64, "1" * 64
+    for token in (blip, down, busy):
+        await setup.register(record, token)
+    setup.fake.answer(blip, 503, "ServiceUnavailable", times=2)
+    setup.fake.answer(down, 500, "InternalServerError")
+    setup.fake.answer(busy, 429, "TooManyRequests")
+    report = await setup.live.push_pass(record.id)
+    assert report == PushReport(pushed=1, failures=2, unregistered=0)
+    assert [push.status for push in setup.fake.pushes(blip)] == [503, 503, 200]
+    assert len(setup.fake.pushes(down)) == 3
+    assert len(setup.fake.pushes(busy)) == 1
 
 
 async def test_tokens_apns_calls_invalid_are_dropped_like_dead_ones(setup: Setup) -> None:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 from faststream.nats import NatsBroker
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from services.events.repository import EventsRepository
@@ -211,6 +212,44 @@ async def test_with_batches_in_flight_a_waiting_batch_does_not_hold_up_the_next_
     finally:
         release.set()
         await consumer.stop()
+
+
+async def test_a_batch_handled_longer_than_the_ack_wait_is_not_delivered_again_meanwhile(
+    broker: NatsBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Live updates waiting on APNs' timeouts and retries can take longer than JetStream's ack
+    wait: the batch's messages are reported in progress while it is handled, so no other
+    fetch (here another batch in flight; in production another replica) gets them again."""
+    monkeypatch.setattr(event_batches, "IN_PROGRESS_SECONDS", 0.3)
+    durable = f"test-{secrets.token_hex(4)}"
+    js = broker.connection.jetstream()
+    await js.add_consumer(
+        EVENTS_STREAM,
+        ConsumerConfig(
+            durable_name=durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.NEW,
+            ack_wait=1.0,
+        ),
+    )
+    account = new_id("account")
+    slow = _event(account)
+    handed: list[str] = []
+
+    async def handle(batch: list[PassEventMessage]) -> None:
+        mine = [event.id for event in batch if event.account_id == account]
+        handed.extend(mine)
+        if mine:
+            await asyncio.sleep(2.5)  # past the ack wait, twice
+
+    consumer = EventBatchConsumer(broker, durable, handle, in_flight=4)
+    consumer.start()
+    try:
+        await _publish(broker, slow, slow.id)
+        await until(lambda: _nothing_pending(broker, durable), "the event acknowledged")
+    finally:
+        await consumer.stop()
+    assert handed == [slow.id]
 
 
 async def test_a_worker_holds_at_most_max_in_hand_events_and_leaves_the_rest_to_others(

@@ -52,16 +52,20 @@ class FakeApns:
         self._lock = threading.Lock()
         self._pushes: list[Push] = []
         self._answers: dict[str, tuple[int, str]] = {}
+        self._times: dict[str, int] = {}  # tokens answered so only this many more times
         self.port = 0
 
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def answer(self, token: str, status: int, reason: str) -> None:
-        """Answer every push to `token` with this status and APNs reason."""
+    def answer(self, token: str, status: int, reason: str, times: int | None = None) -> None:
+        """Answer every push to `token` with this status and APNs reason (only the next
+        `times` pushes, then 200)."""
         with self._lock:
             self._answers[token] = (status, reason)
+            if times is not None:
+                self._times[token] = times
 
     def pushes(self, token: str | None = None) -> list[Push]:
         with self._lock:
@@ -73,6 +77,10 @@ class FakeApns:
         token = path.removeprefix("/3/device/")
         with self._lock:
             status, reason = self._answers.get(token, (200, ""))
+            if token in self._times:
+                self._times[token] -= 1
+                if self._times[token] <= 0:
+                    del self._times[token], self._answers[token]
         if method != "POST" or not path.startswith("/3/device/") or not token:
             status, reason = 405 if method != "POST" else 404, "BadPath"
         elif headers.get("apns-topic") is None:
