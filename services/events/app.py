@@ -15,6 +15,7 @@ from services.events.google_callbacks import google_callbacks_router
 from services.events.push import LiveUpdates
 from services.events.repository import EventsRepository
 from services.events.wallet_endpoints import apple_wallet, apple_wallet_router
+from services.issuer.reads import IssuerReads
 from shared.connections import open_connections, running
 from shared.health import health_router
 from shared.messages import EVENTS_CONSUMER
@@ -31,7 +32,9 @@ def create_app(settings: EventsSettings | None = None) -> FastAPI:
     relay = OutboxRelay(outbox, conn.broker)
     wallet = apple_wallet(conn, settings, outbox)
     apns = create_apns_client(settings)
-    live_updates = LiveUpdates(wallet.registrations, wallet.service, apns, conn.broker)
+    live_updates = LiveUpdates(
+        wallet.registrations, wallet.service, apns, conn.broker, IssuerReads(conn.db)
+    )
     pushers = handlers.register_live_updates(
         conn.broker, live_updates, settings.live_update_workers
     )

@@ -24,8 +24,10 @@ from faststream.nats import NatsBroker
 from services.events.apns import ApnsClient, PushResult
 from services.events.registrations import AppleWebService, DropReason
 from services.events.repository import Registrations
+from services.issuer.reads import IssuerReads
 from shared.messages import LiveUpdate, PassEventMessage
 from shared.metrics import APNS_PUSHES
+from shared.models import PassRecord
 from shared.pass_events import publish_event
 
 log = logging.getLogger(__name__)
@@ -60,8 +62,10 @@ class LiveUpdates:
         wallet: AppleWebService,
         apns: ApnsClient,
         broker: NatsBroker,
+        passes: IssuerReads,
         retry_seconds: tuple[float, ...] = PUSH_RETRY_SECONDS,
     ):
+        self._passes = passes
         self._registrations = registrations
         self._wallet = wallet
         self._apns = apns
@@ -86,11 +90,12 @@ class LiveUpdates:
             *(self._push(pass_id, tokens.get(pass_id, []), limit) for pass_id in pass_ids)
         )
         reports = dict(zip(pass_ids, pushed, strict=True))
+        redacted = {
+            record.id for record in await self._passes.passes_by_ids(pass_ids) if _erased(record)
+        }
         events = [
-            update.event.model_copy(
-                update={
-                    "metadata": update.event.metadata | reports[update.event.pass_id].metadata()
-                }
+            _as_published(
+                update.event, reports[update.event.pass_id], update.event.pass_id in redacted
             )
             for update in updates
         ]
@@ -142,3 +147,22 @@ class LiveUpdates:
             # The pushes happened: report them. The next push to this token answers 410 (or
             # 400) again and retries the removal.
             log.exception("could not drop push token %s...", token[:8])
+
+
+def _erased(record: PassRecord) -> bool:
+    """The pass as a redaction leaves it: voided, no holder, no field values, no metadata."""
+    holder = (record.holder_name, record.holder_email, record.field_values, record.metadata)
+    return record.voided and not any(holder)
+
+
+def _as_published(event: PassEventMessage, report: PushReport, redacted: bool) -> PassEventMessage:
+    """The event with its push counts, and without the holder's data if the pass was redacted
+    since the update (a batch slowed by APNs can be published after the redaction and its
+    erasures, docs/privacy.md): it would bring the erased data back to the events and the
+    webhooks."""
+    changes: dict[str, object] = {"metadata": event.metadata | report.metadata()}
+    if redacted:
+        changes["pass_snapshot"] = event.pass_snapshot.model_copy(
+            update={"holder_name": None, "holder_email": None, "field_values": {}}
+        )
+    return event.model_copy(update=changes)

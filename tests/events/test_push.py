@@ -99,7 +99,9 @@ async def setup(mongo_url: str, nats_url: str, tmp_path: Path) -> AsyncIterator[
     with running_fake_apns(tmp_path / "signing" / "root-ca.pem", tmp_path) as fake:
         tls = tls_context(identity, fake.server_ca_path)
         apns = ApnsClient(fake.url, PASS_TYPE, tls, None, timeout_seconds=5)
-        live = LiveUpdates(registrations, wallet, apns, broker, retry_seconds=RETRY_SECONDS)
+        live = LiveUpdates(
+            registrations, wallet, apns, broker, IssuerReads(db), retry_seconds=RETRY_SECONDS
+        )
         try:
             yield Setup(db, broker, registrations, live, fake, outbox)
         finally:
@@ -194,6 +196,25 @@ async def test_the_event_is_published_with_the_counts_after_the_push(setup: Setu
         "push_failures": 0,
         "devices_unregistered": 0,
     }
+
+
+async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder_data(
+    setup: Setup,
+) -> None:
+    """An update's batch slowed by APNs is published after the pass's redaction and its
+    erasures: the event takes the erased pass's (empty) holder data, or it would bring the
+    data back to the events and the webhooks (docs/privacy.md)."""
+    record = await setup.add_pass()
+    assert record.holder_name
+    assert record.field_values
+    update = _live_update(record)
+    erased = {"holder_name": None, "holder_email": None, "field_values": {}, "metadata": {}}
+    await setup.db["passes"].update_one({"_id": record.id}, {"$set": {**erased, "voided": True}})
+    published = await setup.live.deliver(update)
+    snapshot = published.pass_snapshot
+    assert (snapshot.holder_name, snapshot.holder_email, snapshot.field_values) == (None, None, {})
+    other = await setup.add_pass()  # not redacted: as it was
+    assert (await setup.live.deliver(_live_update(other))).pass_snapshot == other.snapshot()
 
 
 async def test_a_batch_pushes_each_pass_s_devices_and_publishes_each_event_with_its_counts(
