@@ -84,6 +84,15 @@ def load_identity(
         # cryptography signals "password given for an unencrypted key" (and the reverse)
         # with TypeError; callers should only have to handle ValueError.
         raise ValueError(f"cannot load private key: {exc}") from exc
+    except ValueError as exc:
+        if key_password is None:
+            raise
+        # A wrong password usually fails the decryption's padding check ("bad decrypt"), but
+        # about one time in 256 the garbage passes it and fails as a malformed key instead.
+        raise ValueError(
+            "cannot load private key: wrong password (TESSERA_APPLE_PRIVATE_KEY_PASSWORD), or "
+            f"not a private key: {exc}"
+        ) from exc
     return _checked_identity(
         certificate=certificate,
         private_key=key,

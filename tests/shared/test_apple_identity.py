@@ -194,6 +194,17 @@ def test_load_identity_rejects_mismatched_key(tmp_path: Path) -> None:
         load_identity(**pem, key_password=None, **_ids())
 
 
+def test_a_wrong_password_is_named_whatever_the_decryption_makes_of_the_key(
+    tmp_path: Path,
+) -> None:
+    """About one wrong password in 256 decrypts to garbage that passes the padding check and
+    fails as a malformed key: the message still names the password."""
+    pem = _pem(ensure_dev_identity(tmp_path), b"right")
+    for attempt in range(600):  # more than enough to meet the 1-in-256 case
+        with pytest.raises(ValueError, match=r"(?i)password"):
+            load_identity(**pem, key_password=f"wrong-{attempt}".encode(), **_ids())
+
+
 def test_load_identity_rejects_wrong_password(tmp_path: Path) -> None:
     pem = _pem(ensure_dev_identity(tmp_path), b"right")
 
