@@ -1,11 +1,10 @@
 """Plans, quotas and rate limits as units: the plan table, windows, months, and the limiter
-and its leased blocks against an in-memory stand-in for the MongoDB counters (the real ones:
-tests/api/test_leases.py and tests/e2e/test_limits.py).
+and its leased blocks against the counters on the real store (many replicas on them:
+tests/api/test_leases.py; through HTTP: tests/e2e/test_limits.py).
 """
 
-import asyncio
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -25,42 +24,19 @@ from services.api.limits import (
 from services.api.repository import ApiRepository
 from shared.errors import AuthorizationError, BillingError, RateLimited
 from shared.models import Mode
+from shared.mongo import Database
+from tests.support.database import commands_sent
 from tests.support.inproc_api import ManualClock
 
 START = datetime(2026, 1, 31, 23, 59, 58, 500_000, tzinfo=UTC)
 
 
-class FakeCounters:
-    """The counter methods of ApiRepository, in memory, with the same contract."""
-
-    def __init__(self) -> None:
-        self.windows: dict[str, int] = {}
-        self.usage: dict[str, int] = {}
-        self.writes = 0
-
-    @staticmethod
-    def _lease(counts: dict[str, int], key: str, want: int, limit: int) -> tuple[int, int]:
-        for size in (want, 1):
-            if counts.get(key, 0) + size <= limit:
-                counts[key] = counts.get(key, 0) + size
-                return size, counts[key]
-        return 0, limit
-
-    async def lease_window(
-        self, window_id: str, want: int, limit: int, expires_at: datetime
-    ) -> tuple[int, int]:
-        self.writes += 1
-        return self._lease(self.windows, window_id, want, limit)
-
-    async def lease_usage(
-        self, counter_id: str, want: int, limit: int, expires_at: datetime
-    ) -> tuple[int, int]:
-        self.writes += 1
-        return self._lease(self.usage, counter_id, want, limit)
-
-    async def release_usage(self, counter_id: str, units: int = 1) -> None:
-        self.writes += 1
-        self.usage[counter_id] -= units
+@pytest.fixture
+def repo(db: Database) -> ApiRepository:
+    """The counters on the real store. Without the repository's TTL indexes: the tests' clock
+    is in January 2026, so every counter they make has already expired, and the store's TTL
+    monitor could delete it mid-test."""
+    return ApiRepository(db)
 
 
 def _plans(**free: Any) -> dict[str, PlanLimits]:
@@ -116,12 +92,8 @@ def test_windows_and_months() -> None:
     assert next_month(datetime(2026, 12, 15, tzinfo=UTC)) == datetime(2027, 1, 1, tzinfo=UTC)
 
 
-def _run(coro: Any) -> Any:
-    return asyncio.run(coro)
-
-
-def test_the_rate_limit_counts_a_fixed_window_and_sets_headers() -> None:
-    leases = RateLeases(cast(ApiRepository, FakeCounters()))
+async def test_the_rate_limit_counts_a_fixed_window_and_sets_headers(repo: ApiRepository) -> None:
+    leases = RateLeases(repo)
     plans = _plans(rate_limit=2, rate_window_seconds=10)
     clock = ManualClock(START)
 
@@ -134,7 +106,7 @@ def test_the_rate_limit_counts_a_fixed_window_and_sets_headers() -> None:
             state.headers["refused"] = f"{exc.status} {exc.code}"
         return state
 
-    first, second, third = (_run(attempt()) for _ in range(3))
+    first, second, third = [await attempt() for _ in range(3)]
     # START is 8.5 s into its 10-second window: 1.5 s left, rounded up.
     assert first.headers == {
         "RateLimit-Limit": "2",
@@ -147,23 +119,24 @@ def test_the_rate_limit_counts_a_fixed_window_and_sets_headers() -> None:
     assert third.headers["Retry-After"] == "2"
     assert third.headers["RateLimit-Remaining"] == "0"
     clock.advance(2)
-    fresh = _run(attempt())
+    fresh = await attempt()
     assert "refused" not in fresh.headers
     assert fresh.headers["RateLimit-Remaining"] == "1"
 
 
-def test_live_keys_need_a_plan_with_them() -> None:
-    leases = RateLeases(cast(ApiRepository, FakeCounters()))
+async def test_live_keys_need_a_plan_with_them(repo: ApiRepository) -> None:
+    leases = RateLeases(repo)
     clock = ManualClock(START)
     with pytest.raises(AuthorizationError) as caught:
-        _run(enforce_rate_limit(leases, default_plans(), clock, _principal("free", "live")))
+        await enforce_rate_limit(leases, default_plans(), clock, _principal("free", "live"))
     assert caught.value.status == 403
-    _run(enforce_rate_limit(leases, default_plans(), clock, _principal("paid", "live")))
+    await enforce_rate_limit(leases, default_plans(), clock, _principal("paid", "live"))
 
 
-def test_the_quota_counts_per_mode_and_month_and_gives_back_failures() -> None:
-    counters = FakeCounters()
-    quota = QuotaLeases(cast(ApiRepository, counters))
+async def test_the_quota_counts_per_mode_and_month_and_gives_back_failures(
+    repo: ApiRepository,
+) -> None:
+    quota = QuotaLeases(repo)
     plans = _plans(monthly_passes={"test": 2, "live": 0})
     clock = ManualClock(START)
 
@@ -173,23 +146,24 @@ def test_the_quota_counts_per_mode_and_month_and_gives_back_failures() -> None:
         await reserve_pass(quota, plans, clock, _principal(mode=mode))
         return state
 
-    failed = _run(reserve())
+    failed = await reserve()
     for step in failed.on_failure:
-        _run(step())
+        await step()
     # The unit stays with this replica, unused: the next creation takes it without a write.
-    assert counters.usage == {"account_1:test:2026-01": 1}
-    writes = counters.writes
-    _run(reserve())
-    assert counters.writes == writes
-    _run(reserve())
+    assert await repo.usage("account_1:test:2026-01") == 1
+    with commands_sent() as sent:
+        await reserve()
+    assert sent == []
+    await reserve()
     with pytest.raises(BillingError) as caught:
-        _run(reserve())
+        await reserve()
     assert caught.value.status == 402
     assert caught.value.code == "quota_exceeded"
     assert "2026-02-01" in caught.value.message
     with pytest.raises(BillingError):
-        _run(reserve("live"))
+        await reserve("live")
     clock.advance(2)  # into February: a new month, a new count
-    _run(reserve())
-    assert counters.usage["account_1:test:2026-02"] == 1
-    assert counters.usage["account_1:test:2026-01"] == 2
+    await reserve()
+    assert await repo.usage("account_1:test:2026-02") == 1
+    assert await repo.usage("account_1:test:2026-01") == 2
+    assert await repo.usage("account_1:live:2026-01") == 0

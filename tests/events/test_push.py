@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faststream.nats import NatsBroker
@@ -208,7 +209,12 @@ async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder
     assert record.holder_name
     assert record.field_values
     update = _live_update(record)
-    erased = {"holder_name": None, "holder_email": None, "field_values": {}, "metadata": {}}
+    erased: dict[str, Any] = {
+        "holder_name": None,
+        "holder_email": None,
+        "field_values": {},
+        "metadata": {},
+    }
     await setup.db["passes"].update_one({"_id": record.id}, {"$set": {**erased, "voided": True}})
     published = await setup.live.deliver(update)
     snapshot = published.pass_snapshot

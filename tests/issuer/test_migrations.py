@@ -2,9 +2,9 @@
 holder_email_key backfill runs until a start completes it, then never again (its query reads
 every pass), and deleting its `issuer_migrations` entry runs it once more."""
 
-from typing import Any
+import asyncio
 
-import pytest
+from pymongo import UpdateOne
 
 from services.issuer.repository import (
     EMAIL_KEYS_MIGRATION,
@@ -12,7 +12,10 @@ from services.issuer.repository import (
     REDEMPTION_LIMITS_MIGRATION,
     IssuerRepository,
 )
-from shared.mongo import count_commands
+from shared.models import email_key
+from shared.mongo import count_commands, create_client
+from tests.support.database import commands_sent
+from tests.support.polling import poll_async
 from tests.support.records import pass_record, template_record
 
 
@@ -54,38 +57,52 @@ async def test_the_backfill_runs_until_a_start_completes_it_then_never_again(
     assert await _key_of(repo, "pass_old2") == "grace.hopper@example.com"
 
 
-class _AnotherReplicaFirst:
-    """`repo.passes`, where another replica starting at the same time read the same first
-    batch and writes its keys just before this one does (whose writes then modify nothing)."""
-
-    def __init__(self, passes: Any) -> None:
-        self._passes = passes
-        self.raced = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._passes, name)
-
-    async def bulk_write(self, requests: Any, **kwargs: Any) -> Any:
-        if not self.raced:
-            self.raced = True
-            await self._passes.bulk_write(requests, **kwargs)
-        return await self._passes.bulk_write(requests, **kwargs)
+# What the email-key backfill lists: the passes still without their normalised address.
+MISSING_KEY = {"holder_email_key": {"$exists": False}, "holder_email": {"$ne": None}}
 
 
 async def test_a_backfill_whose_batch_another_replica_wrote_first_goes_on_to_the_rest(
-    repo: IssuerRepository, monkeypatch: pytest.MonkeyPatch
+    repo: IssuerRepository, mongo_url: str
 ) -> None:
     """Two replicas start at once: the one whose first batch changed nothing (the other wrote
     it) went on only if its query found no pass without the key, not because it modified
     nothing; else its start recorded the migration done while the other was still working, and
-    should that one die, no later start gave the rest their key."""
+    should that one die, no later start gave the rest their key.
+
+    The other replica is a second repository on the same database, with a client of its own.
+    It reads the same first batch and writes its keys in a transaction that commits only once
+    this replica has read that batch and sent its own writes: those wait for the commit (the
+    store holds writes to documents an open transaction wrote), then modify nothing."""
     emails = [f"Holder.{n}@Example.com" for n in range(5)]
     for n, email in enumerate(emails):
         await _legacy_pass(repo, f"pass_old{n}", email)
-    passes = _AnotherReplicaFirst(repo.passes)
-    monkeypatch.setattr(repo, "passes", passes)
-    assert await repo.backfill_email_keys(batch=2) == 3  # the other replica wrote two
-    assert passes.raced
+    other_client = create_client(mongo_url)
+    other = IssuerRepository(other_client, other_client[repo.db.name])
+    try:
+        first_batch = await other.passes.find(MISSING_KEY, {"holder_email": 1}).limit(2).to_list()
+        async with other_client.start_session() as session:
+            await session.start_transaction()
+            await other.passes.bulk_write(
+                [
+                    UpdateOne(
+                        {"_id": doc["_id"], "holder_email": doc["holder_email"]},
+                        {"$set": {"holder_email_key": email_key(doc["holder_email"])}},
+                    )
+                    for doc in first_batch
+                ],
+                session=session,
+            )
+            with commands_sent() as sent:
+                backfill = asyncio.create_task(repo.backfill_email_keys(batch=2))
+
+                async def first_batch_written() -> bool:
+                    return "update" in sent
+
+                await poll_async(first_batch_written, message="this replica's first writes")
+            await session.commit_transaction()
+        assert await backfill == 3  # the other replica wrote two
+    finally:
+        await other_client.close()
     for n, email in enumerate(emails):
         assert await _key_of(repo, f"pass_old{n}") == email.lower()
 

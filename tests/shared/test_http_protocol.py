@@ -11,7 +11,6 @@ from starlette.types import Receive, Scope, Send
 
 from shared.http_protocol import with_header_deadline
 from shared.runner import bind
-from tessera.processes import free_port
 
 DEADLINE = 0.5
 # Far beyond the deadline: a connection still open this long was not closed by it.
@@ -30,7 +29,7 @@ async def _slow_app(scope: Scope, receive: Receive, send: Send) -> None:
 
 @pytest.fixture
 async def port() -> AsyncIterator[int]:
-    sock = bind("127.0.0.1", free_port())
+    sock = bind("127.0.0.1", 0)  # the port the system picks, read back below
     config = uvicorn.Config(
         _slow_app,
         log_config=None,
@@ -42,8 +41,9 @@ async def port() -> AsyncIterator[int]:
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:  # noqa: ASYNC110  # uvicorn's Server offers only this flag
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(PATIENCE):
+        while not server.started:  # noqa: ASYNC110  # uvicorn's Server offers only this flag
+            await asyncio.sleep(0.01)
     try:
         yield int(sock.getsockname()[1])
     finally:

@@ -1,18 +1,21 @@
 """Request metrics by route template, GET /metrics, and the consumer pending gauge."""
 
 import uuid
-from types import SimpleNamespace
-from typing import Any, cast
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 from faststream.nats import NatsBroker
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shared.messages import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
 from shared.metrics import CONSUMER_PENDING, consumer_pending, instrument, outbox_pending
+from shared.nats import create_broker, ensure_streams
 from shared.settings import ServiceSettings
 
 Labels = tuple[str, str, str]
@@ -103,18 +106,6 @@ def test_metrics_is_not_in_the_openapi_schema() -> None:
         assert "/metrics" not in client.get("/openapi.json").json()["paths"]
 
 
-def _broker(info: Any) -> NatsBroker:
-    async def consumer_info(stream: str, consumer: str) -> Any:
-        if isinstance(info, Exception):
-            raise info
-        return info
-
-    jetstream = SimpleNamespace(consumer_info=consumer_info)
-    return cast(
-        NatsBroker, SimpleNamespace(connection=SimpleNamespace(jetstream=lambda: jetstream))
-    )
-
-
 def _pending(consumer: str) -> float | None:
     for family in CONSUMER_PENDING.collect():
         for sample in family.samples:
@@ -123,14 +114,61 @@ def _pending(consumer: str) -> float | None:
     return None
 
 
-@pytest.mark.asyncio
-async def test_consumer_pending_is_read_at_scrape_and_dropped_when_unknown() -> None:
+@pytest.fixture
+async def broker(nats_url: str) -> AsyncIterator[NatsBroker]:
+    connected = create_broker(nats_url)
+    await connected.connect()
+    await ensure_streams(connected)
+    try:
+        yield connected
+    finally:
+        await connected.stop()
+
+
+async def _durable_with_pending(broker: NatsBroker, consumer: str) -> None:
+    """A durable consumer of the events stream with 3 events waiting and 2 handed out but not
+    acknowledged."""
+    subject = f"{EVENTS_SUBJECT_PREFIX}.test.{consumer}"
+    js = broker.connection.jetstream()
+    await js.add_consumer(
+        EVENTS_STREAM,
+        ConsumerConfig(
+            durable_name=consumer,
+            filter_subject=subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+        ),
+    )
+    for _ in range(5):
+        await js.publish(subject, b"{}")
+    subscription = await js.pull_subscribe_bind(consumer, EVENTS_STREAM)
+    handed = await subscription.fetch(2, timeout=5)
+    assert len(handed) == 2
+    await subscription.unsubscribe()
+
+
+async def test_consumer_pending_is_read_at_scrape_and_dropped_when_unknown(
+    broker: NatsBroker, nats_url: str
+) -> None:
     consumer = f"test-{uuid.uuid4().hex[:8]}"
-    await consumer_pending(_broker(SimpleNamespace(num_pending=3, num_ack_pending=2)), consumer)()
-    assert _pending(consumer) == 5
-    # NATS unreachable: no sample rather than a stale one.
-    await consumer_pending(_broker(ConnectionError("down")), consumer)()
+    await _durable_with_pending(broker, consumer)
+    await consumer_pending(broker, consumer)()
+    assert _pending(consumer) == 5  # waiting and unacknowledged both
+    # A consumer NATS does not know (deleted): no sample rather than a stale one.
+    await broker.connection.jetstream().delete_consumer(EVENTS_STREAM, consumer)
+    await consumer_pending(broker, consumer)()
     assert _pending(consumer) is None
+
+    other = f"test-{uuid.uuid4().hex[:8]}"
+    await _durable_with_pending(broker, other)
+    stopped = create_broker(nats_url)
+    await stopped.connect()
+    await consumer_pending(stopped, other)()
+    assert _pending(other) == 5
+    await stopped.stop()
+    # NATS unreachable: no sample either.
+    await consumer_pending(stopped, other)()
+    assert _pending(other) is None
 
 
 async def test_outbox_pending_is_read_at_scrape_and_minus_one_when_unknown() -> None:

@@ -29,9 +29,12 @@ from shared.outbox import (
     outbox_document,
 )
 from shared.pass_events import pass_event
+from tests.support.database import commands_sent
 from tests.support.records import pass_record
 
 SUBJECT = "tessera.events.pass.created"
+# Claims the other relay makes while committed events wait for their process to publish them.
+CLAIMS = 10
 
 
 class MovableClock:
@@ -242,7 +245,12 @@ async def test_committed_events_are_published_by_their_process_once_and_deleted(
     other.start()
     try:
         docs = await _commit_leased(outboxes[0], mine, 20)
-        await asyncio.sleep(0.2)  # the other relay claims many times meanwhile
+        with commands_sent() as sent:
+            # Each claim of the other relay lists the due documents (one find), and finds none.
+            async def claimed_many_times() -> bool:
+                return sent.count("find") >= CLAIMS
+
+            await _until(claimed_many_times)
         assert published.of([doc["_id"] for doc in docs]) == [0] * 20
         mine.publish_committed(docs)
         await _until(lambda: _empty(outboxes[0]))

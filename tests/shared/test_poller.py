@@ -20,6 +20,8 @@ from shared.poller import Batch, KeyLimit, Lease, Poller
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
+# Far longer than the store round trip the test makes right after a delayed wake.
+WAKE_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -225,18 +227,29 @@ async def test_wake_claims_at_once_instead_of_at_the_next_poll(jobs: Jobs) -> No
 
 
 async def test_a_delayed_wake_claims_once_the_delay_passed(jobs: Jobs) -> None:
+    loop = asyncio.get_running_loop()
+    claimed_at: list[float] = []
+
     async def work(job: Job, lease: Lease) -> None:
+        claimed_at.append(loop.time())
         await jobs.finish(job, lease)
 
     poller = _poller(jobs, work, poll_seconds=3600)
     poller.start()
     try:
         await _until(lambda: jobs.listings == 1)
-        await jobs.add(1)
-        poller.wake(delay_seconds=0.2)  # a retry this replica scheduled, due then
+        [job_id] = await jobs.add(1)
+        woken_at = loop.time()
+        poller.wake(delay_seconds=WAKE_DELAY)  # a retry this replica scheduled, due then
+        # Not claimed at the wake: the job is still free, and no claim listed it...
+        assert (await jobs.get(job_id))["lease_until"] is None
+        assert jobs.listings == 1
+        # ...it is claimed later, once the delay passed (on the loop's clock, whose timers
+        # never fire early), by the claim the timer started.
         await _all_done(jobs, 1)
     finally:
         await poller.stop(grace_seconds=5)
+    assert claimed_at[0] - woken_at >= WAKE_DELAY
 
 
 async def test_claim_now_takes_particular_items_without_a_listing(jobs: Jobs) -> None:

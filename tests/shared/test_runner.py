@@ -58,7 +58,7 @@ def test_log_lines_name_the_replica_only_when_there_is_one() -> None:
 
 async def test_accepted_connections_get_tcp_nodelay() -> None:
     """Without TCP_NODELAY, Nagle's algorithm and delayed ACKs add 40 ms to responses."""
-    sock = bind("127.0.0.1", free_port())
+    sock = bind("127.0.0.1", 0)  # the port the system picks, read back below
     seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
     class Probe(asyncio.Protocol):

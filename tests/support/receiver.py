@@ -67,6 +67,11 @@ class Receiver:
         with self._lock:
             return [r for r in self._received if path is None or r.path == path]
 
+    def in_flight(self, path: str) -> int:
+        """The requests to `path` being answered now (arrived, not yet answered)."""
+        with self._lock:
+            return self._in_flight[path]
+
     def most_in_flight(self, path: str) -> int:
         """The most requests to `path` that were being answered at once."""
         with self._lock:

@@ -17,7 +17,7 @@ from tessera.processes import free_port_block, ports_needed
 from tests.e2e.test_readme import WAIT, walkthrough_script
 from tests.support.nats_monitor import stream_details
 from tests.support.polling import poll
-from tests.tessera.test_launcher import _start, _stop, _wait_ready
+from tests.tessera.test_launcher import _start, _stop, _stops_cleanly, _wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 STREAMS = {"TESSERA_EVENTS", "TESSERA_LIVE_UPDATES"}
@@ -105,8 +105,7 @@ def test_up_with_a_three_node_nats_cluster(tmp_path: Path) -> None:
             message="the walk-through's events on the stream",
         )
 
-        assert _stop(proc) < 10
-        assert proc.returncode == 0
+        _stops_cleanly(proc, data_dir)
         assert _node_pids(data_dir) == []
 
         # A restart on the same data dir keeps every stream's data.
@@ -119,7 +118,7 @@ def test_up_with_a_three_node_nats_cluster(tmp_path: Path) -> None:
             message="the events stream's messages after the restart",
         )
         assert kept["messages"] >= events
-        assert _stop(proc) < 10
+        _stops_cleanly(proc, data_dir)
     finally:
         if proc.poll() is None:
             _stop(proc)
