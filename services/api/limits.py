@@ -233,15 +233,25 @@ async def reserve_passes(
     if state is not None and granted:
 
         async def give_back() -> None:
-            release_passes(quota, clock, principal, granted)
+            release_passes(quota, clock, principal, granted, reserved_at=now)
 
         state.on_failure.append(give_back)
     return granted
 
 
-def release_passes(quota: QuotaLeases, clock: Clock, principal: Principal, units: int) -> None:
-    """Give back reserved units that made no pass (rows refused by the issuer)."""
+def release_passes(
+    quota: QuotaLeases,
+    clock: Clock,
+    principal: Principal,
+    units: int,
+    reserved_at: datetime | None = None,
+) -> None:
+    """Give back reserved units that made no pass (rows refused by the issuer, an import's rows
+    canceled). Units reserved in an earlier month (`reserved_at`) are not given to this one:
+    that month is over, and this month's quota would grow by them."""
     month = month_key(clock.now())
+    if reserved_at is not None and month_key(reserved_at) != month:
+        return
     counter_id = f"{principal.account_id}:{principal.mode}:{month}"
     for _ in range(units):
         quota.release(counter_id, month)

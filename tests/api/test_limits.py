@@ -17,8 +17,10 @@ from services.api.limits import (
     month_key,
     next_month,
     plan_limits,
+    release_passes,
     request_limits_var,
     reserve_pass,
+    reserve_passes,
     window_start,
 )
 from services.api.repository import ApiRepository
@@ -167,3 +169,23 @@ async def test_the_quota_counts_per_mode_and_month_and_gives_back_failures(
     assert await repo.usage("account_1:test:2026-02") == 1
     assert await repo.usage("account_1:test:2026-01") == 2
     assert await repo.usage("account_1:live:2026-01") == 0
+
+
+async def test_units_reserved_in_a_month_that_is_over_are_not_given_to_the_next(
+    repo: ApiRepository,
+) -> None:
+    """An import created on January 31 and canceled on February 1 had its units counted in
+    January: they do not go to February's quota, which would then allow more passes than
+    its limit (docs/plans-and-limits.md)."""
+    quota = QuotaLeases(repo)
+    plans = _plans(monthly_passes={"test": 3, "live": 0})
+    clock = ManualClock(START)
+    principal = _principal()
+    assert await reserve_passes(quota, plans, clock, principal, 3) == 3
+    clock.advance(2)  # February
+    assert await reserve_passes(quota, plans, clock, principal, 3) == 3
+    release_passes(quota, clock, principal, 3, reserved_at=START)  # the import canceled now
+    assert await reserve_passes(quota, plans, clock, principal, 1) == 0
+    # Units of this month's reservations do go back.
+    release_passes(quota, clock, principal, 1, reserved_at=clock.now())
+    assert await reserve_passes(quota, plans, clock, principal, 1) == 1

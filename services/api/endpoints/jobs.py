@@ -197,8 +197,15 @@ async def cancel_job(
         # The units of the rows that will never run go back to this month's quota, once: only
         # the command that canceled the job says any, and a retry that took the key over after
         # a timeout, which gets that answer again, gives back only what no run gave back yet.
+        # Units the import reserved in an earlier month stay there.
         if canceled.released and await first_to(ctx.idempotency, "release"):
-            release_passes(ctx.quota_leases, ctx.clock, principal, canceled.released)
+            release_passes(
+                ctx.quota_leases,
+                ctx.clock,
+                principal,
+                canceled.released,
+                reserved_at=canceled.job.created_at,
+            )
         return JobObject.of(canceled.job)
 
     return await idempotent_response(
