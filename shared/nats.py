@@ -4,16 +4,17 @@ FastStream sends no reply when a handler raises, so every command handler goes t
 `reply_to_command`, which always answers: the result, or the error as a `CommandFailed`.
 """
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
-from nats.errors import NoRespondersError
+from nats.errors import NoRespondersError, OutboundBufferLimitError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import BadRequestError
+from nats.js.errors import BadRequestError, ServiceUnavailableError
 from pydantic import BaseModel, ValidationError
 from pymongo.errors import ConnectionFailure
 
@@ -47,10 +48,26 @@ EVENTS_RETENTION = timedelta(days=30)
 COMMAND_HEADROOM_BYTES = 4096
 
 
-def create_broker(url: str) -> NatsBroker:
+# The client pings its server this often, and takes the connection for dead once this many
+# pings went unanswered, then reconnects (to another node of a cluster): a server that went
+# silent (its host down, a network partition; a killed process closes its socket, which is
+# noticed at once) is left within about 15 s, where nats-py's defaults (120 s, 2) took 4 to 6
+# minutes, every command and publish meanwhile timing out and /readyz still answering 200.
+PING_SECONDS = 5.0
+MAX_OUTSTANDING_PINGS = 2
+
+
+def create_broker(url: str, ping_seconds: float = PING_SECONDS) -> NatsBroker:
     """`url` may list the nodes of a cluster, comma-separated (docs/scaling.md)."""
     servers = [part.strip() for part in url.split(",") if part.strip()]
-    return NatsBroker(servers, logger=None, max_reconnect_attempts=-1, reconnect_time_wait=1)
+    return NatsBroker(
+        servers,
+        logger=None,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        ping_interval=ping_seconds,
+        max_outstanding_pings=MAX_OUTSTANDING_PINGS,
+    )
 
 
 def events_stream_config(replicas: int = 1) -> StreamConfig:
@@ -123,7 +140,8 @@ async def request_command(broker: NatsBroker, command: Command[R], timeout_secon
         )
     try:
         reply = await broker.request(payload, command.subject, timeout=timeout_seconds)
-    except NoRespondersError as exc:
+    except (NoRespondersError, OutboundBufferLimitError) as exc:
+        # OutboundBufferLimitError: NATS is reconnecting and holds as much as it may.
         raise InternalError(
             "The service that handles this request is unavailable; retry shortly.",
             code="service_unavailable",
@@ -208,9 +226,29 @@ async def ensure_streams(broker: NatsBroker, replicas: int = 1) -> None:
     await _ensure_stream(broker, live_updates_stream_config(replicas))
 
 
+# At start, a cluster may have no JetStream leader yet (its nodes starting too): the streams
+# are declared again this often, for at most this long, before the start fails.
+STREAM_RETRY_SECONDS = 1.0
+STREAM_WAIT_SECONDS = 60.0
+
+
 async def _ensure_stream(broker: NatsBroker, config: StreamConfig) -> None:
     js = broker.connection.jetstream()
-    try:
-        await js.add_stream(config=config)
-    except BadRequestError:
-        await js.update_stream(config=config)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STREAM_WAIT_SECONDS
+    while True:
+        try:
+            try:
+                await js.add_stream(config=config)
+            except BadRequestError:
+                await js.update_stream(config=config)
+            return
+        except (ServiceUnavailableError, NatsTimeout, TimeoutError) as exc:
+            if loop.time() > deadline:
+                raise
+            log.warning(
+                "JetStream could not declare stream %s yet (%s); trying again",
+                config.name,
+                type(exc).__name__,
+            )
+            await asyncio.sleep(STREAM_RETRY_SECONDS)

@@ -445,12 +445,20 @@ class OutboxRelay:
             if isinstance(error, Unpublishable):
                 await self._set_aside(doc, str(error), token)
         transient = [(doc, e) for doc, e in failed if not isinstance(e, Unpublishable)]
-        if transient and not published and not partly:
-            held = [doc["_id"] for doc, _ in transient]
+        # A failure is the event's own only if its stream took others of the batch: when only
+        # one stream is down (a cluster lost its quorum for it), the events bound for it are
+        # held a tick like those of a NATS outage, not counted towards being set aside.
+        working = {stream for doc in docs if doc["_id"] in published for stream in _streams(doc)}
+        working |= {stream for doc, _ in partly for stream in _streams(doc)}
+        down = [(doc, e) for doc, e in transient if not _streams(doc) <= working]
+        if down:
+            held = [doc["_id"] for doc, _ in down]
             await self._outbox.hold(held, token, self._clock.now() + self._poll)
-            raise transient[0][1]
+            if not published and not partly:
+                raise down[0][1]
         for doc, error in transient:
-            await self._retry_later(doc, error, token)
+            if _streams(doc) <= working:
+                await self._retry_later(doc, error, token)
         return sum(outbox_message_count(doc) for doc in docs if doc["_id"] in published)
 
     async def _split(self, doc: Document, error: PartlyPublished, token: str) -> None:
@@ -535,6 +543,14 @@ class OutboxRelay:
         await self._outbox.retry_later(
             doc["_id"], token, attempts, self._clock.now() + delay, _describe(error)
         )
+
+
+def _streams(doc: Document) -> frozenset[str]:
+    """The streams a document's events go to (a batch document's may go to both)."""
+    messages = doc.get("messages")
+    if isinstance(messages, list):
+        return frozenset(stream_of(str(m.get("subject", ""))) for m in messages)
+    return frozenset({stream_of(str(doc.get("subject", "")))})
 
 
 def _describe(error: BaseException) -> str:

@@ -18,9 +18,9 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from shared.ids import new_id
-from shared.messages import PassEventMessage
+from shared.messages import EVENTS_STREAM, LIVE_UPDATES_SUBJECT_PREFIX, PassEventMessage
 from shared.mongo import Database, Document
-from shared.nats import create_broker, ensure_events_stream
+from shared.nats import create_broker, ensure_events_stream, ensure_streams
 from shared.outbox import (
     LEASE_SECONDS,
     Outbox,
@@ -215,6 +215,35 @@ async def test_a_batch_nothing_of_which_could_be_published_waits_for_the_next_ti
     assert await outbox.due(clock.now() + timedelta(seconds=29), 100) == []
     assert await outbox.due(clock.now() + timedelta(seconds=31), 100) == ids
     assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
+
+
+async def test_events_of_a_stream_that_is_down_are_held_not_blamed(
+    db: Database, nats_url: str
+) -> None:
+    """One outbox feeds two streams. When only the events stream takes nothing (a cluster lost
+    its quorum for it) while live updates publish, the events are held a tick as in a NATS
+    outage: they were counted as failing on their own, and set aside after eight ticks."""
+    outbox = Outbox(db, "test", "outbox")
+    broker = create_broker(nats_url)
+    await broker.connect()
+    await ensure_streams(broker)
+    js = broker.connection.jetstream()
+    await js.delete_stream(EVENTS_STREAM)
+    now = datetime.now(UTC)
+    events = await _add(outbox, 2)
+    live = [new_id("pass_event") for _ in range(2)]
+    for event_id in live:
+        await outbox.insert(event_id, f"{LIVE_UPDATES_SUBJECT_PREFIX}.pass.updated", b"{}", now)
+    clock = MovableClock()
+    relay = OutboxRelay(outbox, broker, poll_seconds=30, clock=clock)
+    try:
+        assert await relay.drain() == 2
+    finally:
+        await ensure_events_stream(broker)  # for the module's other tests
+        await broker.stop()
+    assert await outbox.documents.count_documents({"_id": {"$in": live}}) == 0
+    assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
+    assert await outbox.due(clock.now() + timedelta(seconds=31), 100) == events
 
 
 async def _commit_leased(outbox: Outbox, relay: OutboxRelay, count: int) -> list[Document]:

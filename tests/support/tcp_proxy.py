@@ -5,7 +5,9 @@ cue: for tests of what a service does when its connection to the store fails mid
 `cut_next(marker)` arms it: the next client message that contains `marker` (for example
 b"startTransaction", the first statement of a MongoDB transaction) is not forwarded, and its
 connection is closed on both sides. While `refusing` is set, a new connection is closed as
-soon as it is accepted (the server is unreachable: a client keeps trying to reconnect).
+soon as it is accepted (the server is unreachable: a client keeps trying to reconnect). While
+`silent` is set, nothing is forwarded either way and nothing is closed (the server's host gone
+down, or a network partition: the client's socket stays open and hears nothing).
 """
 
 import asyncio
@@ -20,6 +22,7 @@ class CuttingProxy:
         self._marker: bytes | None = None
         self.cuts = 0
         self.refusing = False
+        self.silent = False
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -49,6 +52,11 @@ class CuttingProxy:
         if self.refusing:
             writer.close()
             return
+        if self.silent:  # accepted, and never answered
+            with contextlib.suppress(OSError):
+                while await reader.read(65536):
+                    pass
+            return
         up_reader, up_writer = await asyncio.open_connection(*self._upstream)
         upstream = self._spawn(self._pipe(up_reader, writer, cutting=False, both=(up_writer,)))
         downstream = self._spawn(self._pipe(reader, up_writer, cutting=True, both=(writer,)))
@@ -73,6 +81,8 @@ class CuttingProxy:
     ) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while chunk := await source.read(65536):
+                if self.silent:
+                    continue
                 if cutting and self._marker is not None and self._marker in chunk:
                     self._marker = None
                     self.cuts += 1
