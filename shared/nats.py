@@ -53,11 +53,11 @@ COMMAND_HEADROOM_BYTES = 4096
 # silent (its host down, a network partition; a killed process closes its socket, which is
 # noticed at once) is left within about 15 s, where nats-py's defaults (120 s, 2) took 4 to 6
 # minutes, every command and publish meanwhile timing out and /readyz still answering 200.
-PING_SECONDS = 5.0
+PING_SECONDS = 5
 MAX_OUTSTANDING_PINGS = 2
 
 
-def create_broker(url: str, ping_seconds: float = PING_SECONDS) -> NatsBroker:
+def create_broker(url: str, ping_seconds: int = PING_SECONDS) -> NatsBroker:
     """`url` may list the nodes of a cluster, comma-separated (docs/scaling.md)."""
     servers = [part.strip() for part in url.split(",") if part.strip()]
     return NatsBroker(
