@@ -18,6 +18,7 @@ publish inside its duplicate window, and the events consumer's unique `_id` afte
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from faststream.nats import NatsBroker
 
@@ -27,8 +28,8 @@ from services.events.repository import Registrations
 from services.issuer.reads import IssuerReads
 from shared.messages import LiveUpdate, PassEventMessage
 from shared.metrics import APNS_PUSHES
-from shared.models import PassRecord
 from shared.pass_events import publish_event
+from shared.redaction import SETTLE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,9 @@ MAX_CONCURRENT_PUSHES = 50
 # each of these waits: three tries in all, within a few seconds, so that a blip of APNs or of
 # the network does not leave a device without the update until the pass changes again.
 PUSH_RETRY_SECONDS = (1.0, 3.0)
+# An update's event published later than this after its commit may come after a redaction's
+# second erasure (SETTLE_SECONDS after the redaction): its pass is checked first.
+REDACTION_CHECK_AGE = timedelta(seconds=SETTLE_SECONDS / 2)
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,7 @@ class LiveUpdates:
             *(self._push(pass_id, tokens.get(pass_id, []), limit) for pass_id in pass_ids)
         )
         reports = dict(zip(pass_ids, pushed, strict=True))
-        redacted = {
-            record.id for record in await self._passes.passes_by_ids(pass_ids) if _erased(record)
-        }
+        redacted = await self._redacted_since(updates)
         events = [
             _as_published(
                 update.event, reports[update.event.pass_id], update.event.pass_id in redacted
@@ -101,6 +103,14 @@ class LiveUpdates:
         ]
         await asyncio.gather(*(publish_event(self._broker, event) for event in events))
         return events
+
+    async def _redacted_since(self, updates: list[LiveUpdate]) -> set[str]:
+        """The passes of the older updates that were redacted since. An update published
+        soon after its commit is published before the redaction's second erasure, which
+        erases what it brought (shared/redaction.py): only older ones need the read."""
+        now = datetime.now(UTC)
+        old = [u.event.pass_id for u in updates if now - u.event.created_at > REDACTION_CHECK_AGE]
+        return await self._passes.erased_pass_ids(sorted(set(old))) if old else set()
 
     async def push_pass(self, pass_id: str) -> PushReport:
         tokens = await self._registrations.push_tokens(pass_id)
@@ -147,12 +157,6 @@ class LiveUpdates:
             # The pushes happened: report them. The next push to this token answers 410 (or
             # 400) again and retries the removal.
             log.exception("could not drop push token %s...", token[:8])
-
-
-def _erased(record: PassRecord) -> bool:
-    """The pass as a redaction leaves it: voided, no holder, no field values, no metadata."""
-    holder = (record.holder_name, record.holder_email, record.field_values, record.metadata)
-    return record.voided and not any(holder)
 
 
 def _as_published(event: PassEventMessage, report: PushReport, redacted: bool) -> PassEventMessage:

@@ -135,6 +135,19 @@ class IssuerReads:
         doc = await self._pass_bundles.find_one({"_id": bundle_id})
         return None if doc is None else PassBundleRecord.model_validate(doc)
 
+    async def erased_pass_ids(self, pass_ids: list[str]) -> set[str]:
+        """Those of `pass_ids` whose passes are as a redaction leaves them (voided, no holder,
+        no field values, no metadata): their ids alone, nothing of the passes is read back."""
+        erased = {
+            "_id": {"$in": pass_ids},
+            "voided": True,
+            "holder_name": None,
+            "holder_email": None,
+            "field_values": {},
+            "metadata": {},
+        }
+        return {doc["_id"] async for doc in self._passes.find(erased, {"_id": 1})}
+
     async def passes_by_ids(self, pass_ids: list[str]) -> list[PassRecord]:
         """The passes that exist among `pass_ids`, in the order of `pass_ids`."""
         cursor = self._passes.find({"_id": {"$in": pass_ids}})

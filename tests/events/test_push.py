@@ -208,7 +208,8 @@ async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder
     record = await setup.add_pass()
     assert record.holder_name
     assert record.field_values
-    update = _live_update(record)
+    # Committed 30 s ago: its batch waited on APNs, past the redaction's second erasure.
+    update = _live_update(record, age=timedelta(seconds=30))
     erased: dict[str, Any] = {
         "holder_name": None,
         "holder_email": None,
@@ -220,7 +221,8 @@ async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder
     snapshot = published.pass_snapshot
     assert (snapshot.holder_name, snapshot.holder_email, snapshot.field_values) == (None, None, {})
     other = await setup.add_pass()  # not redacted: as it was
-    assert (await setup.live.deliver(_live_update(other))).pass_snapshot == other.snapshot()
+    late = _live_update(other, age=timedelta(seconds=30))
+    assert (await setup.live.deliver(late)).pass_snapshot == other.snapshot()
 
 
 async def test_a_batch_pushes_each_pass_s_devices_and_publishes_each_event_with_its_counts(
@@ -293,7 +295,7 @@ async def test_a_live_update_delivered_again_records_its_event_once(
     assert await recorded(update.event.id) == 1
 
 
-def _live_update(record: PassRecord) -> LiveUpdate:
+def _live_update(record: PassRecord, age: timedelta = timedelta(0)) -> LiveUpdate:
     event = PassEventMessage(
         id=new_id("pass_event"),
         account_id=record.account_id,
@@ -301,7 +303,7 @@ def _live_update(record: PassRecord) -> LiveUpdate:
         pass_id=record.id,
         event_type="updated",
         metadata={"stage": "pushed", "field_values": ["seat"], "metadata": []},
-        created_at=record.updated_at,
+        created_at=record.updated_at - age,
         pass_snapshot=record.snapshot(),
     )
     return LiveUpdate(event=event)
