@@ -50,6 +50,9 @@ class Worker(Protocol):
     async def stop(self) -> None: ...
 
 
+MONGO_CLOSE_SECONDS = 3.0
+
+
 @asynccontextmanager
 async def running(connections: Connections, *workers: Worker) -> AsyncIterator[Connections]:
     """Start the broker (with the subscribers registered on it), then the workers; at the end
@@ -82,7 +85,13 @@ async def running(connections: Connections, *workers: Worker) -> AsyncIterator[C
         except NatsError as exc:
             # NATS already gone (its own shutdown, or a crash): nothing is left to drain.
             log.warning("NATS connection not drained at shutdown: %s", exc)
-        await connections.mongo.close()
+        try:
+            # The client ends its sessions on the server as it closes, waiting for one as long
+            # as any operation (30 s): with the store down that held every service's stop.
+            async with asyncio.timeout(MONGO_CLOSE_SECONDS):
+                await connections.mongo.close()
+        except TimeoutError:
+            log.warning("MongoDB did not answer while its client closed; closed anyway")
 
 
 async def _stop_all(workers: Sequence[Worker]) -> None:

@@ -3,15 +3,18 @@ after them, and all of them stop even when one's stop fails; then the real broke
 the real client closes."""
 
 import asyncio
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from pymongo.errors import InvalidOperation
 
+from shared import connections
 from shared.coherent_cache import CoherentCache
 from shared.connections import Connections, running
 from shared.mongo import create_client
 from shared.nats import create_broker
+from tests.support.servers import embedded_mongo
 
 
 class _Stops:
@@ -113,3 +116,21 @@ async def test_a_coherent_cache_stops_after_the_other_workers(conn: Connections)
     async with running(conn, _Cache(stopped), _SlowWorker(stopped)):
         pass
     assert stopped == ["worker", "cache"]
+
+
+async def test_a_service_stops_at_once_when_the_store_is_gone(
+    nats_url: str, tmp_path: Path
+) -> None:
+    """The MongoDB client ends its sessions as it closes and waited up to 30 s for a store that
+    is gone (killed, or down with its host): every service's stop waited with it."""
+    with embedded_mongo(tmp_path) as url:
+        mongo = create_client(url)
+        await mongo["connections_test"].command("ping")  # a session in the pool, to end
+        conn = Connections(
+            mongo=mongo, db=mongo["connections_test"], broker=create_broker(nats_url)
+        )
+        stack = running(conn)
+        await stack.__aenter__()
+    # The store is gone now.
+    async with asyncio.timeout(connections.MONGO_CLOSE_SECONDS + 5):
+        await stack.__aexit__(None, None, None)
