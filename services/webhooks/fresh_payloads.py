@@ -1,49 +1,58 @@
-"""Delivery bodies as they are stored now, for attempts that waited for a sending slot.
+"""Delivery bodies a redaction erased while their deliveries waited for a sending slot.
 
 A claimed delivery carries the body read with its claim, and may then wait minutes behind a
 slow endpoint. A redaction meanwhile erases the pass's personal data from the stored body
-(docs/privacy.md), so an attempt that waited sends the body as it is stored when it starts,
-not the claim's copy. The attempts that wait at the same time share one read: a read is under
-way, the ones asked for meanwhile go together in the next (one `find` by ids), so a backlog
-costs a round trip per batch, not per attempt.
+(docs/privacy.md), marking the delivery `erased_at`, so an attempt that waited sends the body as
+the erasure left it. Reading every waiting delivery's body again before its attempt would hold
+its sending slot for a round trip (at capacity, a fifth of the throughput was left); instead
+each replica asks, every `every` seconds while deliveries wait, for the deliveries erased since
+its last look (one indexed query, empty but for the moments after a redaction), and keeps their
+bodies until their attempts are made. An erasure reaches every attempt that starts more than
+about `every` seconds after it.
 """
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Collection
+from datetime import datetime, timedelta
 
-ReadPayloads = Callable[[Collection[str]], Awaitable[dict[str, str]]]
+log = logging.getLogger(__name__)
+
+ReadErased = Callable[[datetime], Awaitable[dict[str, str]]]
+# The replicas' clocks stamp `erased_at`: each look goes back this much further than the last.
+CLOCK_MARGIN = timedelta(seconds=5)
 
 
-class FreshPayloads:
-    def __init__(self, read: ReadPayloads) -> None:
-        self._read = read
-        self._asked: dict[str, asyncio.Future[str | None]] = {}
-        self._reader: asyncio.Task[None] | None = None
+class ErasedBodies:
+    def __init__(self, read_erased: ReadErased, now: Callable[[], datetime]) -> None:
+        self._read_erased = read_erased
+        self._now = now
+        self._since = now()
+        self._bodies: dict[str, str] = {}
 
-    async def get(self, delivery_id: str) -> str | None:
-        """The delivery's stored body (None: the delivery is gone)."""
-        asked = self._asked.get(delivery_id)
-        if asked is None:
-            asked = self._asked[delivery_id] = asyncio.get_running_loop().create_future()
-            # Taken even when its caller stopped waiting: no "exception never retrieved".
-            asked.add_done_callback(lambda done: done.cancelled() or done.exception())
-        if self._reader is None or self._reader.done():
-            self._reader = asyncio.create_task(self._read_all())
-        return await asyncio.shield(asked)
+    def body_of(self, delivery_id: str) -> str | None:
+        """The delivery's body as an erasure since its claim left it; None if none erased it."""
+        return self._bodies.get(delivery_id)
 
-    async def _read_all(self) -> None:
-        while self._asked:
-            batch, self._asked = self._asked, {}
-            try:
-                found = await self._read(batch.keys())
-            except Exception as exc:
-                for asked in batch.values():
-                    asked.set_exception(exc)
+    async def look(self, held: Collection[str]) -> None:
+        """Take the bodies erased since the last look, keeping those of the deliveries `held`
+        (waiting or being attempted here)."""
+        looked_at = self._now()
+        found = await self._read_erased(self._since - CLOCK_MARGIN)
+        self._bodies = {
+            delivery_id: body
+            for delivery_id, body in {**self._bodies, **found}.items()
+            if delivery_id in held
+        }
+        self._since = looked_at
+
+    async def watch(self, held: Callable[[], Collection[str]], every: float) -> None:
+        """Look every `every` seconds while deliveries are held (until cancelled)."""
+        while True:
+            await asyncio.sleep(every)
+            if not (now_held := held()):
                 continue
-            except BaseException:  # cancelled (stopping): nobody waits forever
-                for asked in (*batch.values(), *self._asked.values()):
-                    asked.cancel()
-                self._asked.clear()
-                raise
-            for delivery_id, asked in batch.items():
-                asked.set_result(found.get(delivery_id))
+            try:
+                await self.look(now_held)
+            except Exception:
+                log.exception("reading the deliveries a redaction erased failed")

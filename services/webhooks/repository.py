@@ -4,7 +4,7 @@ import json
 import re
 import secrets
 from collections.abc import Collection
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
@@ -50,6 +50,7 @@ class WebhookRepository:
         await self.deliveries.create_index([("status", ASCENDING), ("next_attempt_at", ASCENDING)])
         await self.deliveries.create_index("manual_at", sparse=True)
         await self.deliveries.create_index("pass_id", sparse=True)
+        await self.deliveries.create_index("erased_at", sparse=True)
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
 
     # -- subscriptions -------------------------------------------------------------------------
@@ -157,9 +158,9 @@ class WebhookRepository:
         """Delete a leased delivery whose webhook is gone."""
         await self.deliveries.delete_one({"_id": delivery_id, "lease_owner": token})
 
-    async def payloads(self, delivery_ids: Collection[str]) -> dict[str, str]:
-        """The stored bodies of the deliveries that still exist, by id."""
-        cursor = self.deliveries.find({"_id": {"$in": list(delivery_ids)}}, {"payload": 1})
+    async def erased_bodies(self, since: datetime) -> dict[str, str]:
+        """The bodies of the deliveries a redaction erased since `since`, by id."""
+        cursor = self.deliveries.find({"erased_at": {"$gte": since}}, {"payload": 1})
         return {doc["_id"]: doc["payload"] async for doc in cursor}
 
     async def insert_delivery(self, record: DeliveryRecord) -> bool:
@@ -204,7 +205,14 @@ class WebhookRepository:
                 data["event"]["metadata"] = {}
             await self.deliveries.update_one(
                 {"_id": doc["_id"]},
-                {"$set": {"payload": compact_json(body), "response_body": None}},
+                {
+                    "$set": {
+                        "payload": compact_json(body),
+                        "response_body": None,
+                        # What replicas holding it in memory look for (fresh_payloads.py).
+                        "erased_at": datetime.now(UTC),
+                    }
+                },
             )
             erased += 1
         return erased

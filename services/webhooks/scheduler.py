@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from services.webhooks.delivery import Attempted
 from services.webhooks.fresh import FreshWebhooks
-from services.webhooks.fresh_payloads import FreshPayloads
+from services.webhooks.fresh_payloads import ErasedBodies
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
 from services.webhooks.slots import KeyedSlots
@@ -131,7 +131,8 @@ class Scheduler:
         self._sending_for = KeyedSlots(max_per_account)
         self._renewer: asyncio.Task[None] | None = None
         self._fresh = FreshWebhooks(repo.webhooks_by_ids, FRESH_SECONDS)
-        self._fresh_payloads = FreshPayloads(repo.payloads)
+        self._erased = ErasedBodies(repo.erased_bodies, clock.now)
+        self._erasure_watch: asyncio.Task[None] | None = None
         self._first: FirstSender | None = None
         # First attempts that outlived FIRST_SEND_SECONDS, to be recorded once done.
         self._following: set[asyncio.Task[None]] = set()
@@ -351,6 +352,10 @@ class Scheduler:
         self._first = first
         self._poller.start()
         self._renewer = asyncio.create_task(self._renew_leases(), name="webhook-lease-renewer")
+        self._erasure_watch = asyncio.create_task(
+            self._erased.watch(lambda: {**self._waiting, **self._attempting}, FRESH_SECONDS / 2),
+            name="webhook-erasure-watch",
+        )
 
     async def stop(self, grace_seconds: float) -> None:
         """Stop claiming; let attempts in flight finish for up to `grace_seconds`. An attempt
@@ -358,10 +363,11 @@ class Scheduler:
         deliveries still waiting for a slot are given back at once, and are not sent if they
         get a slot while this replica stops."""
         self._poller.close()  # from here on, a delivery that gets a slot is not sent
-        if self._renewer is not None:
-            self._renewer.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._renewer
+        for task in (self._renewer, self._erasure_watch):
+            if task is not None:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
         waiting = dict(self._waiting)
         await self._give_back(waiting)
         await self._poller.stop(grace_seconds)
@@ -443,10 +449,8 @@ class Scheduler:
             if waited:  # its copies may be older than a change of the webhook (fresh.py)
                 webhook = await self._fresh.get(delivery.webhook_id)
                 # or than a redaction's erasure of its body (fresh_payloads.py)
-                payload = await self._fresh_payloads.get(delivery.id)
-                if payload is None:  # gone with its webhook
-                    return
-                delivery = delivery.model_copy(update={"payload": payload})
+                if (erased := self._erased.body_of(delivery.id)) is not None:
+                    delivery = delivery.model_copy(update={"payload": erased})
             if (until := self._paused(delivery.webhook_id)) is not None:
                 # Paused while it waited (a Retry-After this replica just heard): not sent.
                 manual = delivery.manual_at is not None

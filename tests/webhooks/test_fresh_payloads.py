@@ -1,49 +1,36 @@
-"""FreshPayloads (services/webhooks/fresh_payloads.py): the bodies asked for while a read is
-under way go together in the next read; a failed read fails only those it was for."""
+"""ErasedBodies (services/webhooks/fresh_payloads.py) against a real MongoDB-wire store: each
+look finds the deliveries a redaction erased since the last one, and keeps the bodies of those
+this replica holds."""
 
-import asyncio
-from collections.abc import Collection
+from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from services.webhooks.fresh_payloads import FreshPayloads
-
-
-async def test_bodies_asked_for_during_a_read_share_the_next_one() -> None:
-    reads: list[set[str]] = []
-    first_read_started, finish_first = asyncio.Event(), asyncio.Event()
-
-    async def read(ids: Collection[str]) -> dict[str, str]:
-        reads.append(set(ids))
-        if len(reads) == 1:
-            first_read_started.set()
-            await finish_first.wait()
-        return {
-            delivery_id: f"body of {delivery_id}" for delivery_id in ids if delivery_id != "gone"
-        }
-
-    fresh = FreshPayloads(read)
-    first = asyncio.create_task(fresh.get("d1"))
-    await first_read_started.wait()
-    later = [asyncio.create_task(fresh.get(name)) for name in ("d2", "d3", "gone")]
-    await asyncio.sleep(0)
-    finish_first.set()
-    assert await first == "body of d1"
-    assert await asyncio.gather(*later) == ["body of d2", "body of d3", None]
-    assert reads == [{"d1"}, {"d2", "d3", "gone"}]
+from services.webhooks.fresh_payloads import CLOCK_MARGIN, ErasedBodies
+from services.webhooks.repository import WebhookRepository
+from tests.webhooks.records import delivery
 
 
-async def test_a_failed_read_fails_its_own_and_the_next_read_goes_on() -> None:
-    calls = 0
+async def test_a_look_finds_the_bodies_erased_since_the_last_and_keeps_the_held_ones(
+    repo: WebhookRepository,
+) -> None:
+    body = '{"data": {"pass": {"id": "pass_x", "holder_name": "Ada"}}}'
+    held, other = (delivery(pass_id="pass_x", payload=body) for _ in range(2))
+    for record in (held, other):
+        await repo.insert_delivery(record)
+    moment = datetime.now(UTC)
+    erased = ErasedBodies(repo.erased_bodies, lambda: moment)
+    await erased.look({held.id})
+    assert erased.body_of(held.id) is None  # nothing erased yet
 
-    async def read(ids: Collection[str]) -> dict[str, str]:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise ConnectionError("store unreachable")
-        return dict.fromkeys(ids, "body")
+    assert await repo.erase_pass_copies("acct_a", "test", "pass_x", "evt_kept") == 2
+    await erased.look({held.id})
+    kept = erased.body_of(held.id)
+    assert kept is not None
+    assert "Ada" not in kept
+    assert erased.body_of(other.id) is None  # not held here
 
-    fresh = FreshPayloads(read)
-    with pytest.raises(ConnectionError):
-        await fresh.get("d1")
-    assert await fresh.get("d2") == "body"
+    # A later look goes back only the clock margin before the last one.
+    moment += CLOCK_MARGIN + timedelta(seconds=1)
+    await erased.look({held.id})
+    assert erased.body_of(held.id) == kept  # kept while held
+    await erased.look(set())
+    assert erased.body_of(held.id) is None

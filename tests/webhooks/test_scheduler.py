@@ -479,7 +479,7 @@ async def test_a_delivery_that_waited_for_its_slot_sends_its_body_as_a_redaction
 ) -> None:
     """A delivery waits behind a slow attempt to the same endpoint while its pass is redacted:
     it sends the body the redaction erased, not the holder's data read with its claim
-    (docs/privacy.md). A delivery deleted meanwhile (with its webhook) is not sent."""
+    (docs/privacy.md)."""
     hook = webhook(_id="whk_slow_one")
     await repo.webhooks.insert_one(hook.to_document())
     now = datetime.now(UTC)
@@ -487,19 +487,19 @@ async def test_a_delivery_that_waited_for_its_slot_sends_its_body_as_a_redaction
         "type": "pass.issued",
         "data": {"pass": {"id": "pass_held", "holder_name": "Ada Lovelace"}},
     }
-    first, waiting, deleted = (
+    first, waiting = (
         delivery(
             webhook_id=hook.id,
             pass_id="pass_held",
             payload=json.dumps(body),
             next_attempt_at=now - timedelta(seconds=n),
         )
-        for n in (3, 2, 1)
+        for n in (3, 2)
     )
-    for record in (first, waiting, deleted):
+    for record in (first, waiting):
         await repo.insert_delivery(record)
     sent: dict[str, str] = {}
-    first_started = asyncio.Event()
+    first_started, release = asyncio.Event(), asyncio.Event()
 
     async def attempt(
         record: DeliveryRecord, current: WebhookRecord | None, token: str, free: Callable[[], None]
@@ -507,7 +507,7 @@ async def test_a_delivery_that_waited_for_its_slot_sends_its_body_as_a_redaction
         sent[record.id] = record.payload
         if record.id == first.id:
             first_started.set()
-            await asyncio.sleep(FRESH_SECONDS * 2)  # a slow endpoint: the others wait
+            await release.wait()  # a slow endpoint: the other waits for the only slot
         free()
         await _record(repo, record.id, token, {"status": "delivered", "attempts": 1})
         return NextState("delivered", None)
@@ -516,10 +516,18 @@ async def test_a_delivery_that_waited_for_its_slot_sends_its_body_as_a_redaction
     scheduler.start(attempt)
     try:
         await asyncio.wait_for(first_started.wait(), timeout=10)
-        assert await repo.erase_pass_copies("acct_a", "test", "pass_held", "evt_kept") == 3
-        await repo.deliveries.delete_one({"_id": deleted.id})
+        waiting_since = asyncio.get_running_loop().time()
+        assert await repo.erase_pass_copies("acct_a", "test", "pass_held", "evt_kept") == 2
+
+        async def seen_and_waited() -> int:
+            waited = asyncio.get_running_loop().time() - waiting_since > FRESH_SECONDS
+            return int(waited and scheduler._erased.body_of(waiting.id) is not None)
+
+        await _until(seen_and_waited, 1)
+        release.set()
         await _until(lambda: _count(repo, "delivered"), 2)
     finally:
+        release.set()
         await scheduler.stop(grace_seconds=5)
     assert set(sent) == {first.id, waiting.id}
     assert "Ada" in sent[first.id]  # it left before the redaction
