@@ -16,8 +16,10 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+from faststream.nats import NatsBroker
 
 from shared.mongo import Database, MongoClient, create_client
+from shared.nats import create_broker, ensure_streams
 from tests.support.fake_apns import FakeApns, stack_with_fake_apns
 from tests.support.servers import (
     BACKEND,
@@ -92,6 +94,18 @@ async def db(mongo_url: str) -> AsyncIterator[Database]:
 def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with _nats(tmp_path_factory.mktemp("nats")) as url:
         yield url
+
+
+@pytest.fixture
+async def broker(nats_url: str) -> AsyncIterator[NatsBroker]:
+    """A connection to the module's nats-server with every stream declared, as a service's."""
+    connected = create_broker(nats_url)
+    await connected.connect()
+    await ensure_streams(connected)
+    try:
+        yield connected
+    finally:
+        await connected.stop()
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,6 @@ from shared.ids import new_id
 from shared.messages import EVENTS_STREAM, PassEventMessage, pass_event_adapter
 from shared.models import PassSnapshot
 from shared.mongo import Database, create_client
-from shared.nats import create_broker, ensure_streams
 
 DEADLINE_SECONDS = 20.0
 
@@ -71,17 +70,6 @@ async def db(mongo_url: str) -> AsyncIterator[Database]:
     finally:
         await client.drop_database(database.name)
         await client.close()
-
-
-@pytest.fixture
-async def broker(nats_url: str) -> AsyncIterator[NatsBroker]:
-    connected = create_broker(nats_url)
-    await connected.connect()
-    await ensure_streams(connected)
-    try:
-        yield connected
-    finally:
-        await connected.stop()
 
 
 async def _publish(broker: NatsBroker, event: PassEventMessage | bytes, msg_id: str) -> None:

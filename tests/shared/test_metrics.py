@@ -1,7 +1,6 @@
 """Request metrics by route template, GET /metrics, and the consumer pending gauge."""
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.messages import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
 from shared.metrics import CONSUMER_PENDING, consumer_pending, instrument, outbox_pending
-from shared.nats import create_broker, ensure_streams
+from shared.nats import create_broker
 from shared.settings import ServiceSettings
 
 Labels = tuple[str, str, str]
@@ -112,17 +111,6 @@ def _pending(consumer: str) -> float | None:
             if sample.labels["consumer"] == consumer:
                 return sample.value
     return None
-
-
-@pytest.fixture
-async def broker(nats_url: str) -> AsyncIterator[NatsBroker]:
-    connected = create_broker(nats_url)
-    await connected.connect()
-    await ensure_streams(connected)
-    try:
-        yield connected
-    finally:
-        await connected.stop()
 
 
 async def _durable_with_pending(broker: NatsBroker, consumer: str) -> None:
