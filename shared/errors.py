@@ -109,3 +109,10 @@ def error_from_wire(
 
 def not_found(kind: str, object_id: str, param: str | None = None) -> NotFound:
     return NotFound(f"No such {kind}: '{object_id}'", param=param, code="resource_missing")
+
+
+def pass_voided(pass_id: str) -> InvalidRequest:
+    """A change to a voided pass (a PATCH, or a job's change of it)."""
+    return InvalidRequest(
+        f"Pass '{pass_id}' is voided and can no longer be updated.", code="pass_voided"
+    )

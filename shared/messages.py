@@ -248,7 +248,7 @@ class CreateUpdatePassesJob(_IssuerCommand[JobRecord]):
     result_type: ClassVar[type[BaseModel]] = JobRecord
     type: Literal["create_update_passes_job"] = "create_update_passes_job"
     template_id: str
-    field_values: dict[str, str] | None = None
+    field_values: dict[str, str | None] | None = None
     metadata: dict[str, Any] | None = None
 
 

@@ -35,8 +35,11 @@ class JobCreate(BaseModel):
         description="import_passes: 1 to 100,000 rows: holder_name, holder_email, "
         "field_values, metadata.",
     )
-    field_values: dict[str, str] | None = Field(
-        None, max_length=100, description="update_passes: the values set on every pass."
+    field_values: dict[str, str | None] | None = Field(
+        None,
+        max_length=100,
+        description="update_passes: the values set on every pass (null removes a pass's own "
+        "value: the field shows its template default again, as with PATCH).",
     )
     metadata: dict[str, Any] | None = Field(
         None,
@@ -76,7 +79,8 @@ class JobCreate(BaseModel):
                 )
             # Null values delete keys; what they merge into is checked per pass by the issuer.
             present = {k: v for k, v in (self.metadata or {}).items() if v is not None}
-            problem = field_values_problem(self.field_values or {}) or metadata_problem(present)
+            values = {k: v for k, v in (self.field_values or {}).items() if v is not None}
+            problem = field_values_problem(values) or metadata_problem(present)
             if problem is not None:
                 param, message = problem
                 raise InvalidRequest(message, param=param, code="parameter_too_large")

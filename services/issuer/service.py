@@ -53,6 +53,7 @@ from shared.errors import (
     InvalidRequest,
     PayloadTooLarge,
     not_found,
+    pass_voided,
 )
 from shared.ids import new_id
 from shared.messages import (
@@ -452,9 +453,7 @@ class IssuerService:
     async def _update_pass(self, cmd: UpdatePass) -> Outcome:
         record = await self._pass_or_404(cmd)
         if record.voided:
-            raise InvalidRequest(
-                f"Pass '{record.id}' is voided and can no longer be updated.", code="pass_voided"
-            )
+            raise pass_voided(record.id)
         template = await self._template_or_404(cmd, record.template_id, None)
         design = Design.from_stored(template.design)
         field_values = dict(record.field_values)

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from tests.support.api import (
+    TEMPLATE_BODY,
     assert_error,
     create_template,
     design,
@@ -326,6 +327,24 @@ def test_update_passes_sets_values_on_every_pass_with_pushes_and_events(
             assert event["metadata"]["job_id"] == created["id"]
             assert event["metadata"]["field_values"] == ["row"]
             assert event["metadata"]["metadata"] == ["gate"]
+
+
+def test_update_passes_with_a_null_value_restores_the_template_default(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """As a PATCH with that body: null removes each pass's own value, and the field shows the
+    template's default again (it was a 400, so no job could undo a value set on every pass)."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)  # seat defaults to "GA"
+        passes = _issue(client, template["id"], 3)
+        body = {"type": "update_passes", "template_id": template["id"]}
+        created = ok(client.post("/v1/jobs", json={**body, "field_values": {"seat": None}}), 202)
+        assert _finished(client, created["id"])["succeeded"] == 3
+        for pass_ in passes:
+            stored = ok(client.get(f"/v1/passes/{pass_['id']}"))
+            assert "seat" not in stored["field_values"]
+        assert _field(_pass_json(client, stack, passes[0], tmp_path), "seat")["value"] == "GA"
 
 
 def test_update_passes_refuses_what_no_pass_could_take(stack: Stack) -> None:

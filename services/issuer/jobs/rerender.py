@@ -25,7 +25,7 @@ from services.issuer.redemption import barcode_message
 from services.issuer.repository import IssuerRepository, PassFile, UnitOfWork, last_modified_after
 from shared.clock import Clock
 from shared.design import Design
-from shared.errors import ApiError, InvalidRequest, not_found
+from shared.errors import ApiError, InvalidRequest, not_found, pass_voided
 from shared.messages import LiveUpdate
 from shared.metrics import PKPASS_BUILD
 from shared.models import JobRecord, JobRowOutcome, PassRecord, TemplateRecord, row_error
@@ -115,10 +115,16 @@ class PassRerenderer:
                 error = row_error(not_found("pass", pass_id))
                 outcomes.append(JobRowOutcome(pass_id=pass_id, error=error))
                 continue
+            if record.voided:
+                # Voided since the job began: its file stays as it is, and its result says so,
+                # as a PATCH of it would (it was listed as changed).
+                error = row_error(pass_voided(record.id))
+                outcomes.append(
+                    JobRowOutcome(pass_id=pass_id, short_id=record.short_id, error=error)
+                )
+                continue
             outcome = JobRowOutcome(pass_id=pass_id, short_id=record.short_id)
             outcomes.append(outcome)
-            if record.voided:
-                continue  # voided since the job began: its file stays as it is
             try:
                 changed = change(job, template, design, record)
                 if changed is None:

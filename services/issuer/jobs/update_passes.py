@@ -43,11 +43,17 @@ class UpdatePasses:
 def _with_values(
     job: JobRecord, template: TemplateRecord, design: Design, record: PassRecord
 ) -> Changed:
-    new_values: dict[str, str] = job.params.get("field_values") or {}
+    new_values: dict[str, str | None] = job.params.get("field_values") or {}
     new_metadata: dict[str, Any] = job.params.get("metadata") or {}
     # The design may have changed since the job was created: the values are checked again.
     check_field_values(design, new_values)
-    field_values = {**record.field_values, **new_values}
+    field_values = dict(record.field_values)
+    for key, value in new_values.items():
+        # A null value removes the pass's own value: the template default shows again (PATCH).
+        if value is None:
+            field_values.pop(key, None)
+        else:
+            field_values[key] = value
     metadata = dict(record.metadata)
     for key, value in new_metadata.items():
         if value is None:

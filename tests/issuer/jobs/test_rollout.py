@@ -16,14 +16,23 @@ from services.issuer.jobs.registry import ChunkResult, JobRegistry
 from services.issuer.jobs.rerender import PassRerenderer
 from services.issuer.jobs.rollout import JOB_TYPE, TemplateRollout
 from services.issuer.jobs.store import SWEEP_ITEM, Chunk, JobStore
+from services.issuer.jobs.update_passes import JOB_TYPE as UPDATE_PASSES
+from services.issuer.jobs.update_passes import UpdatePasses
 from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import InternalError
-from shared.messages import CancelJob, CreatePass, JobCanceled, UpdateTemplate
+from shared.messages import (
+    CancelJob,
+    CreatePass,
+    CreateUpdatePassesJob,
+    JobCanceled,
+    UpdateTemplate,
+    VoidPass,
+)
 from shared.models import JobRecord, PassRecord, TemplateRecord
-from tests.issuer.jobs.test_worker import _rows, _upload
+from tests.issuer.jobs.test_worker import _results, _rows, _upload
 from tests.support.api import TEMPLATE_BODY
 from tests.support.issuer import (
     ACCOUNT,
@@ -290,3 +299,35 @@ async def test_a_canceled_rollout_gives_no_quota_back(
 
     assert isinstance(answer, JobCanceled)
     assert (answer.job.status, answer.released) == ("canceled", 0)
+
+
+async def test_a_pass_voided_while_an_update_job_runs_is_reported_refused_not_changed(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts, store: JobStore
+) -> None:
+    """Listed when the job began, voided before its chunk ran: left as it is, and its result
+    says `pass_voided` as a PATCH of it would (it was reported changed, status 200)."""
+    registry = JobRegistry()
+    registry.register(UPDATE_PASSES, UpdatePasses(PassRerenderer(repo, artifacts, SystemClock())))
+    worker = job_worker(repo, store, registry)
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    kept, voided = [await _pass(service, template.id) for _ in range(2)]
+    job = await service.handle(
+        CreateUpdatePassesJob(
+            **command_base(), template_id=template.id, field_values={"seat": "K1"}
+        )
+    )
+    assert isinstance(job, JobRecord)
+    await service.handle(VoidPass(**command_base(), pass_id=voided.id))
+    for chunk in await _claim(store):
+        assert await worker.run_chunk(chunk, "test/1")
+    done = await _job(store, job.id)
+    assert (done.status, done.succeeded, done.failed) == ("succeeded", 1, 1)
+    outcomes = {o.pass_id: o for o in await _results(repo, job.id)}
+    assert outcomes[kept.id].error is None
+    refused = outcomes[voided.id].error
+    assert refused is not None
+    assert (refused.status, refused.code) == (400, "pass_voided")
+    stored = await repo.pass_(ACCOUNT, "test", voided.id)
+    assert stored is not None
+    assert "seat" not in stored.field_values
