@@ -16,8 +16,10 @@ the first result instead of writing twice. Outcomes:
 Records expire after 24 hours through a TTL index.
 """
 
+import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ from services.api.repository import ApiRepository
 from shared.clock import Clock
 from shared.errors import ApiError, IdempotencyConflict, InvalidRequest
 from shared.ids import new_id
+
+log = logging.getLogger(__name__)
 
 MAX_KEY_LENGTH = 255
 REDACTED = "[redacted]"
@@ -186,6 +190,9 @@ async def execute(
         if admitted is not None:
             await policy.repo.keep_admission(record_id, admitted)
     running = _RUNNING.set(record_id)
+    # An import runs many commands, longer than the lock a command needs: the lock is renewed
+    # while the request runs, so no retry takes the key over from a request that is alive.
+    keeper = asyncio.create_task(_keep_locked(policy, record_id))
     try:
         status, body = await action(command_id)
     except ApiError as exc:
@@ -198,6 +205,19 @@ async def execute(
         await policy.repo.release_idempotency(record_id, policy.clock.now())
         raise
     finally:
+        keeper.cancel()
         _RUNNING.reset(running)
     await policy.repo.finish_idempotency(record_id, status, redact(body) if redact else body)
     return _response(status, body)
+
+
+async def _keep_locked(policy: IdempotencyPolicy, record_id: str) -> None:
+    """Renew the key's lock every third of its length while the request runs (nothing is
+    written for a request shorter than that: every ordinary one)."""
+    every = policy.lock.total_seconds() / 3
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await policy.repo.release_idempotency(record_id, policy.clock.now() + policy.lock)
+        except Exception:
+            log.warning("the lock of an Idempotency-Key was not renewed", exc_info=True)

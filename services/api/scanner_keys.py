@@ -12,7 +12,7 @@ from services.api.repository import ApiRepository
 from services.api.scan_objects import ScannerKeyCreated, ScannerKeyObject
 from shared.clock import Clock, iso
 from shared.errors import AuthorizationError, not_found
-from shared.ids import has_prefix, new_id
+from shared.ids import derived_id, has_prefix, id_time_ms
 
 
 def require_secret_key(principal: Principal) -> None:
@@ -37,11 +37,15 @@ def key_object(doc: dict[str, Any]) -> ScannerKeyObject:
 
 
 async def create_scanner_key(
-    repo: ApiRepository, clock: Clock, principal: Principal, name: str
+    repo: ApiRepository, clock: Clock, principal: Principal, name: str, made_by: str
 ) -> ScannerKeyCreated:
+    """A new scanner key. `made_by`: the request's command id. A retry of the request (its
+    first run failed after writing, so its key was never shown) makes the same key id with a
+    new secret, which replaces the unseen one: one key per request, as for API keys
+    (services/api/accounts.py)."""
     key = SCANNER_KEY_PREFIXES[principal.mode] + secrets.token_urlsafe(24)
     doc = {
-        "_id": new_id("scanner_key"),
+        "_id": derived_id("scanner_key", id_time_ms(made_by), f"{made_by}:scanner"),
         "hash": hash_key(key),
         "account_id": principal.account_id,
         "mode": principal.mode,
@@ -50,7 +54,7 @@ async def create_scanner_key(
         "created_at": clock.now(),
         "revoked_at": None,
     }
-    await repo.insert_key(doc)
+    await repo.replace_key(doc)
     return ScannerKeyCreated(**key_object(doc).model_dump(), key=key)
 
 

@@ -23,6 +23,7 @@ from services.api.idempotency import (
     first_to,
 )
 from services.api.repository import ApiRepository
+from shared.clock import SystemClock
 from shared.errors import (
     ApiError,
     BillingError,
@@ -297,3 +298,44 @@ async def test_a_key_of_the_wrong_length_is_refused_with_its_param(
         await execute(policy, SCOPE, key, BODY, action)
     assert refused.value.param == "Idempotency-Key"
     assert action.command_ids == []
+
+
+async def test_a_request_that_runs_longer_than_its_lock_keeps_its_key(
+    policy: IdempotencyPolicy,
+) -> None:
+    """An import sends up to a hundred commands and outlives the lock a command needs: the lock
+    is renewed while it runs, so a retry (`tessera import` run again) is told to wait instead of
+    taking the key over and running the same upload beside it."""
+    short = IdempotencyPolicy(
+        repo=policy.repo, clock=SystemClock(), ttl=policy.ttl, lock=timedelta(seconds=0.6)
+    )
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def long_import(command_id: str) -> tuple[int, Any]:
+        started.set()
+        await release.wait()
+        return 202, {"id": "job_1"}
+
+    first = asyncio.create_task(execute(short, SCOPE, "import-1", BODY, long_import))
+    await started.wait()
+    record = await policy.repo._idempotency.find_one({})
+    assert record is not None
+    first_lock = record["locked_until"]
+
+    async def renewed_past_the_first_lock() -> bool:
+        now = SystemClock().now()
+        current = await policy.repo._idempotency.find_one({"_id": record["_id"]})
+        return now > first_lock and current is not None and current["locked_until"] > now
+
+    async with asyncio.timeout(10):
+        while True:
+            if await renewed_past_the_first_lock():
+                break
+            await asyncio.sleep(0.05)
+    retry = Action((202, {"id": "job_2"}))
+    with pytest.raises(IdempotencyConflict) as in_progress:
+        await execute(short, SCOPE, "import-1", BODY, retry)
+    assert in_progress.value.code == "idempotency_request_in_progress"
+    release.set()
+    assert _body(await first) == {"id": "job_1"}
+    assert retry.command_ids == []

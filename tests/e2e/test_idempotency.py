@@ -49,6 +49,27 @@ def test_same_key_with_a_different_body_is_a_409(stack: Stack) -> None:
         assert len(all_passes(client)) == 1
 
 
+def test_a_template_whose_policy_differs_only_by_an_explicit_null_is_a_409(
+    stack: Stack,
+) -> None:
+    """`{}` takes the type's default (an event ticket: single use), `{"max_redemptions":
+    null}` asks for unlimited: different requests, though both validate to the same dump (the
+    second was answered as a replay of the first, with the single-use template)."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        key = {"Idempotency-Key": "template-policy"}
+        body = {**TEMPLATE_BODY, "type": "event", "redemption": {}}
+        first = client.post("/v1/templates", json=body, headers=key)
+        assert first.status_code == 200, first.text
+        assert first.json()["redemption"]["max_redemptions"] == 1
+        unlimited = {**body, "redemption": {"max_redemptions": None}}
+        clash = client.post("/v1/templates", json=unlimited, headers=key)
+        assert clash.status_code == 409, clash.text
+        assert clash.json()["error"]["code"] == "idempotency_key_reused"
+        again = client.post("/v1/templates", json=body, headers=key)
+        assert again.headers["Idempotent-Replayed"] == "true"
+
+
 def test_keys_are_scoped_to_account_and_mode(stack: Stack) -> None:
     one, two = stack.new_account(), stack.new_account()
     key = {"Idempotency-Key": "shared-key"}

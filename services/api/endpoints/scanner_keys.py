@@ -38,7 +38,7 @@ async def create_key(
     require_secret_key(principal)
 
     async def produce(command_id: str) -> ScannerKeyCreated:
-        return await create_scanner_key(ctx.repo, ctx.clock, principal, body.name)
+        return await create_scanner_key(ctx.repo, ctx.clock, principal, body.name, command_id)
 
     # Like every POST, idempotent by key; a replay shows the key as "[redacted]" (it is shown
     # once), the key it made stays listed and can be revoked.

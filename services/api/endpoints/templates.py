@@ -33,12 +33,15 @@ async def create_template(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     data = body.model_dump(mode="json")
+    # What the request asks for: the policy as sent, which the issuer fills in by the type
+    # (`{}` and `{"max_redemptions": null}` differ: single use, unlimited), not as dumped.
+    fingerprint = {**data, "redemption": redemption_sent(body.redemption)}
     return await send_command(
         ctx,
         principal,
         request,
         idempotency_key,
-        data,
+        fingerprint,
         lambda base: CreateTemplate(
             **base,
             name=body.name,
