@@ -83,6 +83,9 @@ async def device(mongo_url: str) -> AsyncIterator[Device]:
 
 
 @pytest.mark.slow  # each listing reads 2,000 passes: seconds on the embedded store
+# About 25 s alone, setup and teardown (2,000 passes dropped) included; beside the suite's other
+# worker on two CPUs it once took more than the default 120 s.
+@pytest.mark.timeout(360)
 async def test_a_device_with_2000_passes_gets_a_short_tag_that_misses_nothing(
     device: Device,
 ) -> None:
