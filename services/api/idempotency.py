@@ -23,7 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -145,6 +145,7 @@ async def execute(
         )
     record_id = _record_id(scope, key)
     now = policy.clock.now()
+    locked_until = _as_stored(now + policy.lock)
     command_id = new_id("command")
     existing = await policy.repo.claim_idempotency(
         {
@@ -154,7 +155,7 @@ async def execute(
             "fingerprint": request_fingerprint,
             "command_id": command_id,
             "state": "processing",
-            "locked_until": now + policy.lock,
+            "locked_until": locked_until,
             "created_at": now,
             "expires_at": now + policy.ttl,
         }
@@ -174,7 +175,7 @@ async def execute(
         if existing["locked_until"] > now:
             raise in_progress
         if not await policy.repo.take_over_idempotency(
-            record_id, existing["locked_until"], now + policy.lock
+            record_id, existing["locked_until"], locked_until
         ):
             raise in_progress
         command_id = existing["command_id"]
@@ -192,9 +193,12 @@ async def execute(
     running = _RUNNING.set(record_id)
     # An import runs many commands, longer than the lock a command needs: the lock is renewed
     # while the request runs, so no retry takes the key over from a request that is alive.
-    keeper = asyncio.create_task(_keep_locked(policy, record_id))
+    keeper = asyncio.create_task(_keep_locked(policy, record_id, locked_until))
     try:
-        status, body = await action(command_id)
+        try:
+            status, body = await action(command_id)
+        finally:
+            keeper.cancel()  # before the outcome is written: a renewal never lands after it
     except ApiError as exc:
         if exc.status >= 500 or exc.status in NOT_STORED:
             await policy.repo.release_idempotency(record_id, policy.clock.now())
@@ -205,19 +209,29 @@ async def execute(
         await policy.repo.release_idempotency(record_id, policy.clock.now())
         raise
     finally:
-        keeper.cancel()
         _RUNNING.reset(running)
     await policy.repo.finish_idempotency(record_id, status, redact(body) if redact else body)
     return _response(status, body)
 
 
-async def _keep_locked(policy: IdempotencyPolicy, record_id: str) -> None:
+async def _keep_locked(policy: IdempotencyPolicy, record_id: str, until: datetime) -> None:
     """Renew the key's lock every third of its length while the request runs (nothing is
-    written for a request shorter than that: every ordinary one)."""
+    written for a request shorter than that: every ordinary one). Each renewal applies only to
+    the lock as this request last set it, so one still in flight when the request ends cannot
+    undo the release of its key (a timed-out request's retry must find the key free)."""
     every = policy.lock.total_seconds() / 3
     while True:
         await asyncio.sleep(every)
+        renewed = _as_stored(policy.clock.now() + policy.lock)
         try:
-            await policy.repo.release_idempotency(record_id, policy.clock.now() + policy.lock)
+            if not await policy.repo.take_over_idempotency(record_id, until, renewed):
+                return
         except Exception:
             log.warning("the lock of an Idempotency-Key was not renewed", exc_info=True)
+            continue
+        until = renewed
+
+
+def _as_stored(moment: datetime) -> datetime:
+    """`moment` as the store keeps it (milliseconds), so it can be matched exactly later."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
