@@ -275,10 +275,10 @@ class EventBatchConsumer(BatchConsumer[PassEventMessage]):
         )
 
 
-async def _in_progress(messages: list[Msg], every: float | None = None) -> None:
-    """Tell JetStream the messages are still being worked on, every `every` seconds."""
+async def _in_progress(messages: list[Msg]) -> None:
+    """Tell JetStream the messages are still being worked on, every IN_PROGRESS_SECONDS."""
     while True:
-        await asyncio.sleep(IN_PROGRESS_SECONDS if every is None else every)
+        await asyncio.sleep(IN_PROGRESS_SECONDS)
         for message in messages:
             await _settle(message.in_progress())
 

@@ -450,15 +450,17 @@ class OutboxRelay:
         # held a tick like those of a NATS outage, not counted towards being set aside.
         working = {stream for doc in docs if doc["_id"] in published for stream in _streams(doc)}
         working |= {stream for doc, _ in partly for stream in _streams(doc)}
-        down = [(doc, e) for doc, e in transient if not _streams(doc) <= working]
+        isolated: list[tuple[Document, BaseException]] = []
+        down: list[tuple[Document, BaseException]] = []
+        for doc, error in transient:
+            (isolated if _streams(doc) <= working else down).append((doc, error))
         if down:
             held = [doc["_id"] for doc, _ in down]
             await self._outbox.hold(held, token, self._clock.now() + self._poll)
             if not published and not partly:
                 raise down[0][1]
-        for doc, error in transient:
-            if _streams(doc) <= working:
-                await self._retry_later(doc, error, token)
+        for doc, error in isolated:
+            await self._retry_later(doc, error, token)
         return sum(outbox_message_count(doc) for doc in docs if doc["_id"] in published)
 
     async def _split(self, doc: Document, error: PartlyPublished, token: str) -> None:

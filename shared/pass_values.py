@@ -21,6 +21,19 @@ from shared.pass_limits import field_values_problem, metadata_problem
 METADATA_DATE_KEYS = ("expiration_date", "relevant_date")
 
 
+def merged(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """`current` with `changes` applied as a PATCH applies them (a PATCH of one pass, an
+    update_passes job): a value replaces, a null removes the key (a field then shows its
+    template default again; a metadata key is gone, as in Stripe's metadata)."""
+    result = dict(current)
+    for key, value in changes.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
 class MetadataDateError(ValueError):
     """An invalid per-pass date in metadata; `param` is e.g. "metadata.relevant_date"."""
 

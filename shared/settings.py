@@ -13,7 +13,7 @@ the file over the defaults. Subclasses set only their prefix; pydantic merges th
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -37,6 +37,11 @@ _PLACEHOLDERS = {"", "changeme", "change-me", "secret", "placeholder", "xxx", "t
 
 def _common(name: str) -> AliasChoices:
     return AliasChoices(f"TESSERA_{name}")
+
+
+# A service's HTTP port: refused at start outside 1-65535 (0 would bind a random port that no
+# healthcheck finds; above 65535 binding fails with a traceback).
+Port = Annotated[int, Field(ge=1, le=65535)]
 
 
 class ServiceSettings(BaseSettings):

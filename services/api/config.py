@@ -10,7 +10,7 @@ from datetime import timedelta
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from shared.settings import ServiceSettings, refuse_placeholder
+from shared.settings import Port, ServiceSettings, refuse_placeholder
 
 
 class MonthlyPasses(BaseModel):
@@ -54,7 +54,7 @@ def default_plans() -> dict[str, PlanLimits]:
 class ApiSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_API_", extra="ignore")
 
-    port: int = Field(8000, ge=1, le=65535)
+    port: Port = 8000
     # The operator API (/admin/v1) is served only when this is set.
     admin_token: SecretStr | None = Field(
         None, validation_alias=AliasChoices("TESSERA_ADMIN_TOKEN")

@@ -8,7 +8,7 @@ from pydantic_settings import SettingsConfigDict
 
 from services.events.registrations import DEFAULT_MAX_DEVICES_PER_PASS
 from shared.google_ids import DEV_ISSUER_ID
-from shared.settings import AppleIdentitySettings
+from shared.settings import AppleIdentitySettings, Port
 
 # Where Google's callback guide says its root signing keys are published.
 DEFAULT_GOOGLE_ROOT_KEYS_URL = "https://pay.google.com/gp/m/issuer/keys"
@@ -17,7 +17,7 @@ DEFAULT_GOOGLE_ROOT_KEYS_URL = "https://pay.google.com/gp/m/issuer/keys"
 class EventsSettings(AppleIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_EVENTS_", extra="ignore")
 
-    port: int = Field(8001, ge=1, le=65535)
+    port: Port = 8001
     # Apple's web service (docs/wallet-callbacks.md#limits): devices one pass may register (a
     # family sharing a pass, each with a phone and a watch), and requests per window, per pass
     # and per client address (0 turns a rate limit off).

@@ -118,15 +118,18 @@ class LiveUpdates:
 
     async def _push(self, pass_id: str, tokens: list[str], limit: asyncio.Semaphore) -> PushReport:
 
+        async def push(token: str) -> PushResult:
+            async with limit:
+                return await self._apns.push(token)
+
         async def one(token: str) -> PushResult:
-            for wait in (*self._retry_seconds, None):
-                async with limit:
-                    result = await self._apns.push(token)
-                if not result.transient or wait is None:
+            for wait in self._retry_seconds:
+                result = await push(token)
+                if not result.transient:
                     return result
                 log.info("APNs push for %s to token %s... again in %g s", pass_id, token[:8], wait)
                 await asyncio.sleep(wait)
-            raise AssertionError("unreachable")
+            return await push(token)
 
         results = await asyncio.gather(*(one(token) for token in tokens))
         for token, result in zip(tokens, results, strict=True):

@@ -6,7 +6,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from services.issuer.template_cache import TIMINGS
-from shared.settings import AppleIdentitySettings
+from shared.settings import AppleIdentitySettings, Port
 
 # The longest a template change takes to leave every issuer's template cache: a silent
 # replica's lease and the ordering margin (services/issuer/template_cache.py).
@@ -16,7 +16,7 @@ TEMPLATE_INVALIDATION_SECONDS = TIMINGS.lease + TIMINGS.order_margin
 class IssuerSettings(AppleIdentitySettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_ISSUER_", extra="ignore")
 
-    port: int = Field(8002, ge=1, le=65535)
+    port: Port = 8002
     # Google Wallet: a service account JSON key and the Wallet issuer id; unset = development.
     google_service_account_path: Path | None = None
     google_issuer_id: str | None = None

@@ -91,6 +91,7 @@ from shared.pass_values import (
     check_field_values,
     check_metadata_dates,
     check_pass_limits,
+    merged,
 )
 from shared.redemption import resolve_policy
 
@@ -456,22 +457,9 @@ class IssuerService:
             raise pass_voided(record.id)
         template = await self._template_or_404(cmd, record.template_id, None)
         design = Design.from_stored(template.design)
-        field_values = dict(record.field_values)
-        metadata = dict(record.metadata)
-        if cmd.field_values is not None:
-            check_field_values(design, cmd.field_values)
-            for key, value in cmd.field_values.items():
-                # A null value removes the pass's own value: the template default shows again.
-                if value is None:
-                    field_values.pop(key, None)
-                else:
-                    field_values[key] = value
-        for key, value in (cmd.metadata or {}).items():
-            # A null value removes the key, as in Stripe's metadata.
-            if value is None:
-                metadata.pop(key, None)
-            else:
-                metadata[key] = value
+        check_field_values(design, cmd.field_values or {})
+        field_values = merged(record.field_values, cmd.field_values or {})
+        metadata = merged(record.metadata, cmd.metadata or {})
         # A PATCH adds to what is stored: the limits hold for the merged pass (F10).
         check_pass_limits(field_values, metadata)
         check_metadata_dates(metadata)

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from shared.settings import ServiceSettings, refuse_placeholder
+from shared.settings import Port, ServiceSettings, refuse_placeholder
 
 DEFAULT_RETRY_SCHEDULE_SECONDS = (0.0, 30.0, 300.0, 1800.0, 7200.0, 43200.0, 86400.0)
 # A delay before an attempt: finite and not negative.
@@ -18,7 +18,7 @@ Delay = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 class WebhooksSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="TESSERA_WEBHOOKS_", extra="ignore")
 
-    port: int = Field(8003, ge=1, le=65535)
+    port: Port = 8003
     # Fernet keys (comma-separated; the first encrypts, all decrypt, so keys can be rotated)
     # for the signing secrets at rest. Required: `tessera up` generates one for development.
     # The alias only so that a missing key is reported by its variable's name.

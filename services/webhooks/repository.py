@@ -209,7 +209,7 @@ class WebhookRepository:
                     "$set": {
                         "payload": compact_json(body),
                         "response_body": None,
-                        # What replicas holding it in memory look for (fresh_payloads.py).
+                        # What replicas holding it in memory look for (erased_bodies.py).
                         "erased_at": datetime.now(UTC),
                     }
                 },

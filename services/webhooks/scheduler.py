@@ -35,8 +35,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from services.webhooks.delivery import Attempted
+from services.webhooks.erased_bodies import ErasedBodies
 from services.webhooks.fresh import FreshWebhooks
-from services.webhooks.fresh_payloads import ErasedBodies
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retries import NextState
 from services.webhooks.slots import KeyedSlots
@@ -448,7 +448,7 @@ class Scheduler:
         try:
             if waited:  # its copies may be older than a change of the webhook (fresh.py)
                 webhook = await self._fresh.get(delivery.webhook_id)
-                # or than a redaction's erasure of its body (fresh_payloads.py)
+                # or than a redaction's erasure of its body (erased_bodies.py)
                 if (erased := self._erased.body_of(delivery.id)) is not None:
                     delivery = delivery.model_copy(update={"payload": erased})
             if (until := self._paused(delivery.webhook_id)) is not None:

@@ -27,6 +27,7 @@ from shared.pass_values import (
     check_field_values,
     check_metadata_dates,
     check_pass_limits,
+    merged,
 )
 
 JOB_TYPE = "update_passes"
@@ -47,19 +48,8 @@ def _with_values(
     new_metadata: dict[str, Any] = job.params.get("metadata") or {}
     # The design may have changed since the job was created: the values are checked again.
     check_field_values(design, new_values)
-    field_values = dict(record.field_values)
-    for key, value in new_values.items():
-        # A null value removes the pass's own value: the template default shows again (PATCH).
-        if value is None:
-            field_values.pop(key, None)
-        else:
-            field_values[key] = value
-    metadata = dict(record.metadata)
-    for key, value in new_metadata.items():
-        if value is None:
-            metadata.pop(key, None)
-        else:
-            metadata[key] = value
+    field_values = merged(record.field_values, new_values)
+    metadata = merged(record.metadata, new_metadata)
     check_pass_limits(field_values, metadata)
     check_metadata_dates(metadata)
     check_barcode_fits(design, field_values, changed=new_values)

@@ -4,7 +4,7 @@ A claimed delivery carries the body read with its claim, and may then wait minut
 slow endpoint. A redaction meanwhile erases the pass's personal data from the stored body
 (docs/privacy.md), marking the delivery `erased_at`, so an attempt that waited sends the body as
 the erasure left it. Reading every waiting delivery's body again before its attempt would hold
-its sending slot for a round trip (at capacity, a fifth of the throughput was left); instead
+its sending slot for a round trip (at capacity, a sixth of the throughput was left); instead
 each replica asks, every `every` seconds while deliveries wait, for the deliveries erased since
 its last look (one indexed query, empty but for the moments after a redaction), and keeps their
 bodies until their attempts are made. An erasure reaches every attempt that starts more than

@@ -1,10 +1,10 @@
-"""ErasedBodies (services/webhooks/fresh_payloads.py) against a real MongoDB-wire store: each
+"""ErasedBodies (services/webhooks/erased_bodies.py) against a real MongoDB-wire store: each
 look finds the deliveries a redaction erased since the last one, and keeps the bodies of those
 this replica holds."""
 
 from datetime import UTC, datetime, timedelta
 
-from services.webhooks.fresh_payloads import CLOCK_MARGIN, ErasedBodies
+from services.webhooks.erased_bodies import CLOCK_MARGIN, ErasedBodies
 from services.webhooks.repository import WebhookRepository
 from tests.webhooks.records import delivery
 
