@@ -155,15 +155,19 @@ class ImportRequest:
         self._rows: list[ImportRow] | None = None
         self.units = RowUnits(ctx, principal, self._wanted, none_refuses=True)
 
-    async def rows(self) -> list[ImportRow]:
+    async def rows(self, *, resuming: bool = False) -> list[ImportRow]:
         """Every row checked (once): the template answers as for POST /v1/passes if it cannot
-        issue (`issuable_template`)."""
+        issue (`issuable_template`), unless `resuming` an upload the first run began: a
+        template archived since then fails the rows in the job, as it does a started job's."""
         if self._rows is None:
             principal = self._principal
             found = await self._ctx.issuer.template(
                 principal.account_id, principal.mode, self.template_id
             )
-            template = issuable_template(found, self.template_id)
+            if resuming and found is not None:
+                template = found
+            else:
+                template = issuable_template(found, self.template_id)
             design = Design.from_stored(template.design)
             self._rows = import_rows(self._bodies_of(template), design)
         return list(self._rows)
@@ -180,7 +184,7 @@ async def upload_import(
     existing = await ctx.issuer.jobs.job(principal.account_id, principal.mode, job_id)
     if existing is not None and existing.status != "uploading":
         return existing  # a retry of a request whose upload finished
-    rows = await request.rows()
+    rows = await request.rows(resuming=existing is not None)
     # On a retry whose upload had begun, as the first attempt decided, so the same rows pass.
     granted = existing.reserved if existing is not None else await request.units.granted()
     wanted = sum(1 for row in rows if row.error is None)

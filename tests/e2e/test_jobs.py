@@ -5,9 +5,11 @@ a bad header, an unknown, archived or other account's template fail the request 
 exists; GET /v1/jobs filters and pages; cancel stops taking work, and what is done stays done.
 """
 
+import asyncio
 import csv
 import io
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,11 @@ import pytest
 from pymongo import MongoClient
 from pymongo.synchronous.database import Database
 
+from services.api.idempotency import Scope, _record_id, fingerprint
+from services.api.job_uploads import job_id_for
+from shared.ids import new_id
+from shared.messages import AddImportRows, ImportChunk, ImportRow
+from shared.nats import create_broker, request_command
 from tests.support.api import (
     TEMPLATE_BODY,
     all_passes,
@@ -395,6 +402,71 @@ def test_a_replayed_import_answers_its_job_after_the_template_is_archived(
 
         assert ok(replayed, 202)["id"] == first["id"]
         assert replayed.headers["Idempotent-Replayed"] == "true"
+
+
+async def _first_commands_of_an_import(
+    nats_url: str, account_id: str, command_id: str, template_id: str
+) -> None:
+    """What a first request's upload sent before it stopped: the first of its commands."""
+    broker = create_broker(nats_url)
+    await broker.connect()
+    try:
+        base = {"account_id": account_id, "mode": "test", "request_id": None}
+        rows = [ImportRow(row=1, **_row(1))]
+        command = AddImportRows(
+            **base,
+            command_id=f"{command_id}.rows.0",
+            job_id=job_id_for(command_id),
+            template_id=template_id,
+            reserved=1,
+            chunks=[ImportChunk(seq=0, rows=rows)],
+        )
+        await request_command(broker, command, 30)
+    finally:
+        await broker.stop()
+
+
+def test_a_retry_of_an_upload_cut_short_finishes_it_after_the_template_is_archived(
+    stack: Stack,
+) -> None:
+    """A first request's upload stopped after its first command (a 5xx, a timeout), and the
+    template was archived before the retry took the key over: the retry answered 400
+    `template_archived` while the job it began stayed uploading for an hour, then failed as
+    incomplete. The retry finishes the upload; the row fails in the job, as in a started job."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        body = {"type": "import_passes", "template_id": template["id"], "rows": [_row(1)]}
+        key = "import-cut-short"
+        command_id = new_id("command")
+        now = datetime.now(UTC)
+        mongo: MongoClient[dict[str, Any]]
+        with MongoClient(stack.mongo_url) as mongo:
+            mongo[stack.database]["idempotency_keys"].insert_one(
+                {
+                    "_id": _record_id(Scope(account.id, "test"), key),
+                    "account_id": account.id,
+                    "mode": "test",
+                    "fingerprint": fingerprint("POST", "/v1/jobs", body),
+                    "command_id": command_id,
+                    "state": "processing",
+                    "locked_until": now - timedelta(seconds=1),  # its request is gone
+                    "admitted": 1,
+                    "created_at": now,
+                    "expires_at": now + timedelta(hours=1),
+                }
+            )
+        asyncio.run(
+            _first_commands_of_an_import(stack.nats_url, account.id, command_id, template["id"])
+        )
+        ok(client.delete(f"/v1/templates/{template['id']}"))
+
+        retried = ok(client.post("/v1/jobs", json=body, headers={"Idempotency-Key": key}), 202)
+
+        assert retried["id"] == job_id_for(command_id)
+        job = _finished(client, retried["id"])
+        assert (job["status"], job["failed"]) == ("failed", 1)
+        assert [e["error"]["code"] for e in job["errors"]] == ["template_archived"]
 
 
 def test_cancel_stops_taking_work_and_what_is_done_stays_done(stack: Stack) -> None:

@@ -31,11 +31,13 @@ class JobCommands:
         return await self._store.job(cmd.account_id, cmd.mode, cmd.job_id)
 
     async def add_import_rows(self, cmd: AddImportRows) -> tuple[JobRecord, Apply]:
-        # Answers as POST /v1/passes does for a template that is unknown, archived or not
-        # issuable in this mode, before the job exists.
-        await self._maker.template(cmd.account_id, cmd.mode, cmd.template_id)
         existing = await self._job(cmd)
-        if existing is not None and existing.status != "uploading":
+        if existing is None:
+            # Answers as POST /v1/passes does for a template that is unknown, archived or not
+            # issuable in this mode, before the job exists. Once it exists, its upload goes on
+            # (a template archived meanwhile fails the rows when they run, as in a started job).
+            await self._maker.template(cmd.account_id, cmd.mode, cmd.template_id)
+        elif existing.status != "uploading":
             raise InvalidRequest(
                 f"Job '{cmd.job_id}' is {existing.status}; its rows can no longer change.",
                 code="job_upload_closed",

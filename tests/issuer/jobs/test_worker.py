@@ -310,6 +310,42 @@ async def test_an_import_of_an_unknown_or_archived_template_creates_no_job(
     assert await store.chunks.count_documents({}) == 0
 
 
+async def test_an_upload_begun_before_its_template_was_archived_finishes_and_its_rows_fail(
+    service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
+) -> None:
+    """An import's upload spans commands; a template archived between two of them (or before a
+    retry resends the rest) refused the next command, so the job stayed uploading for an hour
+    and then failed as incomplete. The upload finishes; the rows fail as a started job's do."""
+    template = await _template(service)
+    job_id = new_id("job")
+    request = command_base()["command_id"]
+
+    def add(n: int, rows: list[ImportRow]) -> AddImportRows:
+        return AddImportRows(
+            **{**command_base(), "command_id": f"{request}.rows.{n}"},
+            job_id=job_id,
+            template_id=template.id,
+            chunks=[ImportChunk(seq=n, rows=rows)],
+        )
+
+    await _job(service, add(0, _rows(1, 2)))
+    await service.handle(archive_command(template.id))
+    await _job(service, add(1, _rows(3, 2)))
+    start = StartJob(**{**command_base(), "command_id": f"{request}.start"}, job_id=job_id, total=4)
+    assert (await _job(service, start)).status == "queued"
+
+    chunks = await _claim(store)
+    assert [await worker.run_chunk(chunk, "test/1") for chunk in chunks] == [True, True]
+    done = await store.job(ACCOUNT, "test", job_id)
+    assert done is not None
+    assert (done.status, done.failed) == ("failed", 4)
+    outcomes = await _results(repo, job_id)
+    assert [(o.row, o.error and o.error.code) for o in outcomes] == [
+        (number, "template_archived") for number in range(1, 5)
+    ]
+    assert await repo.passes.count_documents({}) == 0
+
+
 async def test_a_chunk_that_keeps_failing_is_given_up_and_the_job_goes_on(
     service: IssuerService, worker: JobWorker, store: JobStore, repo: IssuerRepository
 ) -> None:
