@@ -9,7 +9,7 @@ commands: what the issuer stored already answers from its processed markers, and
 resumes where it stopped.
 """
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
@@ -74,11 +74,17 @@ def issuable_template(template: TemplateRecord | None, template_id: str) -> Temp
     return template
 
 
-def import_rows(bodies: Sequence[Any], design: Design) -> list[ImportRow]:
-    """Each body checked (a `RowError` is a record the CSV reader refused); rows count from 1."""
+def checked_rows(bodies: Iterable[Any]) -> list[dict[str, Any] | RowError]:
+    """Each body checked as an import row (a `RowError` is a record the CSV reader refused)."""
+    return [
+        body if isinstance(body, RowError) else checked(body, ImportRowCreate) for body in bodies
+    ]
+
+
+def import_rows(bodies: Sequence[dict[str, Any] | RowError], design: Design) -> list[ImportRow]:
+    """Each checked body (`checked_rows`) checked against the design; rows count from 1."""
     rows = []
-    for number, body in enumerate(bodies, start=1):
-        data = body if isinstance(body, RowError) else checked(body, ImportRowCreate)
+    for number, data in enumerate(bodies, start=1):
         if isinstance(data, RowError):
             rows.append(ImportRow(row=number, error=data))
             continue
@@ -146,7 +152,7 @@ class ImportRequest:
         ctx: ApiContext,
         principal: Principal,
         template_id: str,
-        bodies_of: Callable[[TemplateRecord], Sequence[Any]],
+        bodies_of: Callable[[TemplateRecord], Sequence[dict[str, Any] | RowError]],
     ) -> None:
         self._ctx = ctx
         self._principal = principal

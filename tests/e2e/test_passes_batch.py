@@ -103,6 +103,33 @@ def test_100_rows_with_3_bad_make_97_passes_and_a_replay_makes_nothing(stack: St
         assert sorted(found) == sorted(p["id"] for p in stored)
 
 
+def test_a_batch_or_import_retried_with_its_defaults_spelled_out_is_the_same_request(
+    stack: Stack,
+) -> None:
+    """POST /v1/passes fingerprints a body as read (defaults filled in); batch and import rows
+    were fingerprinted as sent, so a retry whose client wrote `"metadata": {}` where the first
+    left it out answered 409 `idempotency_key_reused` instead of the first answer."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        rows = _rows(template["id"], 2)
+        spelled = [{**row, "metadata": {}} for row in rows]
+        key = {"Idempotency-Key": "batch-defaults"}
+        first = ok(client.post("/v1/passes/batch", json={"passes": rows}, headers=key))
+        again = client.post("/v1/passes/batch", json={"passes": spelled}, headers=key)
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert ok(again) == first
+
+        import_rows = [{"holder_name": "Guest", "field_values": {"seat": "B1"}}]
+        body = {"type": "import_passes", "template_id": template["id"], "rows": import_rows}
+        key = {"Idempotency-Key": "import-defaults"}
+        job = ok(client.post("/v1/jobs", json=body, headers=key), 202)
+        spelled_rows = [{**import_rows[0], "holder_email": None, "metadata": {}}]
+        again = client.post("/v1/jobs", json={**body, "rows": spelled_rows}, headers=key)
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert ok(again, 202)["id"] == job["id"]
+
+
 def test_rows_past_the_quota_answer_402_each(stack: Stack) -> None:
     account = stack.new_account(plan="paid")
     with stack.client(headers=account.headers()) as client:

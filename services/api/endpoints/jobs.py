@@ -22,7 +22,7 @@ from services.api.endpoints.common import (
 from services.api.idempotency import Scope, first_to
 from services.api.job_csv import parse_rows
 from services.api.job_schemas import JobCreate
-from services.api.job_uploads import ImportRequest, upload_import
+from services.api.job_uploads import ImportRequest, checked_rows, upload_import
 from services.api.limits import release_passes
 from services.api.middleware import BodyRule
 from services.api.objects import JobObject, ListObject, pass_urls, responses
@@ -30,7 +30,7 @@ from services.api.schemas import MAX_IMPORT_ROWS
 from shared.design import Design
 from shared.errors import not_found
 from shared.messages import CancelJob, CreateUpdatePassesJob
-from shared.models import JobRowOutcome, TemplateRecord
+from shared.models import JobRowOutcome, RowError, TemplateRecord
 from shared.pagination import PageRequest
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -108,7 +108,13 @@ async def create_job(
         return await idempotent_response(
             ctx, scope, request, idempotency_key, data, produce, status=202
         )
-    rows = body.rows or []
+    sent = body.rows or []
+    rows = checked_rows(sent)
+    # Fingerprinted by each row as POST /v1/passes reads a body (a refused row as sent), so a
+    # retry that omits a default is not a different request.
+    data["rows"] = [
+        raw if isinstance(row, RowError) else row for raw, row in zip(sent, rows, strict=True)
+    ]
     upload = ImportRequest(ctx, principal, body.template_id, lambda _template: rows)
     return await _create_import(ctx, principal, request, idempotency_key, data, upload)
 
@@ -130,7 +136,7 @@ async def import_csv(
 
     def bodies_of(template: TemplateRecord) -> list[Any]:
         field_keys = set(Design.from_stored(template.design).field_keys())
-        return list(parse_rows(data, field_keys, MAX_IMPORT_ROWS))
+        return checked_rows(parse_rows(data, field_keys, MAX_IMPORT_ROWS))
 
     upload = ImportRequest(ctx, principal, template_id, bodies_of)
     # The fingerprint of a CSV request: its template and the digest of its bytes.

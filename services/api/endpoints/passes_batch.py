@@ -10,6 +10,8 @@ With `bundle: true` (at most 10 rows) the same command also makes a pass bundle 
 made, in the same transaction.
 """
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -55,9 +57,13 @@ async def create_passes(
             code="parameter_invalid",
         )
     rows: list[BatchRow | RowError] = []
+    # The fingerprint of a row is its body as POST /v1/passes reads it (defaults filled in, as
+    # that route's fingerprint is), so a retry that omits a default is not a different request.
+    sent: list[Any] = []
     for index, row_body in enumerate(body.passes):
         data = checked(row_body, PassCreate)
         rows.append(data if isinstance(data, RowError) else BatchRow(index=index, **data))
+        sent.append(row_body if isinstance(data, RowError) else data)
     site = ctx.settings.site_url
     plans = ctx.settings.plans
     valid = [row for row in rows if isinstance(row, BatchRow)]
@@ -107,7 +113,7 @@ async def create_passes(
                 )
         return BatchObject(data=answers, bundle=bundle)
 
-    data = body.model_dump(mode="json")
+    data = {**body.model_dump(mode="json"), "passes": sent}
     scope = Scope.of(principal)
     return await idempotent_response(
         ctx, scope, request, idempotency_key, data, produce, admit=units.admission()
