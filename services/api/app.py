@@ -3,12 +3,13 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from functools import partial
 
 from fastapi import FastAPI
 
 from services.api import errors, openapi
 from services.api.config import ApiSettings
-from services.api.deps import ApiContext
+from services.api.deps import ApiContext, authenticate_uploader
 from services.api.endpoints import (
     admin,
     admin_off,
@@ -109,6 +110,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
         max_body_bytes=settings.max_body_bytes,
         # The import routes take far larger bodies (and CSV): endpoints/jobs.py.
         body_rules=jobs.BODY_RULES,
+        uploader=partial(authenticate_uploader, context),
     )
     instrument(app, "api", settings, refresh=repo.outbox.gauges())
     app.include_router(health_router({"mongodb": conn.ping_mongo, "nats": conn.ping_nats}))

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from faststream.nats import NatsBroker
+from starlette.datastructures import Headers
+from starlette.types import Scope
 
 from services.api.accounts import Principal, authenticate
 from services.api.config import ApiSettings
@@ -139,6 +141,14 @@ async def _variant_a_principal(
 
 
 VariantAPrincipalDep = Annotated[Principal, Depends(_variant_a_principal)]
+
+
+async def authenticate_uploader(ctx: ApiContext, scope: Scope) -> None:
+    """The authentication of a route that takes bodies over the default limit (the imports),
+    run before its body is read (services/api/middleware.py): what `_principal` checks of the
+    key, without the rate limit, which the route then counts."""
+    principal = await ctx.authenticate(_bearer(Headers(scope=scope).get("authorization")))
+    refuse_scanner_key(principal, scope["method"], scope["path"])
 
 
 async def authenticate_unread_body(request: Request) -> None:

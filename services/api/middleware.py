@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,13 +43,26 @@ class BodyRule:
     media_types: frozenset[bytes] = frozenset()
 
 
+# Whether a request may send a body larger than the default limit: raises the error its
+# route's authentication would (401, or 403 for a scanner key).
+Uploader = Callable[[Scope], Awaitable[None]]
+
+
 class RequestContextMiddleware:
     def __init__(
-        self, app: ASGIApp, max_body_bytes: int, body_rules: Mapping[str, BodyRule] | None = None
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        body_rules: Mapping[str, BodyRule] | None = None,
+        uploader: Uploader | None = None,
     ):
+        """A path whose `BodyRule` raises the limit is authenticated (`uploader`) before its
+        body is read: FastAPI parses a whole body before a route's dependencies run, so a
+        stranger could otherwise have 64 MiB of JSON parsed only to be answered 401."""
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.body_rules = dict(body_rules or {})
+        self.uploader = uploader
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,7 +93,7 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
-            error = self._refuse(scope)
+            error = await self._unauthorized_upload(scope) or self._refuse(scope)
             if error is not None:
                 await _send_error(send_with_id, scope["path"], error)
                 return
@@ -112,6 +125,17 @@ class RequestContextMiddleware:
     def _max_bytes(self, scope: Scope) -> int:
         rule = self.body_rules.get(scope["path"])
         return self.max_body_bytes if rule is None else rule.max_bytes
+
+    async def _unauthorized_upload(self, scope: Scope) -> ApiError | None:
+        if self.uploader is None or scope["method"] not in _BODY_METHODS:
+            return None
+        if self._max_bytes(scope) <= self.max_body_bytes:
+            return None
+        try:
+            await self.uploader(scope)
+        except ApiError as exc:
+            return exc
+        return None
 
     def _refuse(self, scope: Scope) -> ApiError | None:
         if scope["method"] not in _BODY_METHODS:

@@ -9,6 +9,7 @@ import asyncio
 import csv
 import io
 import json
+import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -310,6 +311,26 @@ def test_bad_imports_are_refused_before_any_job_exists(stack: Stack) -> None:
         assert_error(
             client.get("/v1/jobs/job_nope"), 404, "not_found_error", None, "resource_missing"
         )
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/jobs/import_passes?template_id=tmpl_x"])
+def test_a_stranger_is_refused_before_an_import_body_is_read(stack: Stack, path: str) -> None:
+    """The import routes take 64 MiB; FastAPI parses a whole body before the route's key check,
+    so a stranger could have 64 MiB of JSON parsed (gigabytes of objects) just to hear 401.
+    The key is checked first: the answer comes while the announced body has not been sent."""
+    content_type = "application/json" if path == "/v1/jobs" else "text/csv"
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {stack.host}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {40 * 1024 * 1024}\r\nAuthorization: Bearer sk_test_nope\r\n\r\n"
+    )
+    with socket.create_connection((stack.host, stack.api_port), timeout=30) as conn:
+        conn.sendall(head.encode() + b"[")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            received = conn.recv(65536)  # the 30 s timeout: an answer waiting for the body
+            assert received, answer
+            answer += received
+    assert answer.startswith(b"HTTP/1.1 401"), answer
 
 
 def test_jobs_are_listed_with_filters_and_cursors_and_scoped_to_the_account(stack: Stack) -> None:
