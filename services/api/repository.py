@@ -175,7 +175,13 @@ class ApiRepository:
             }
         ]
         if code:
-            wanted.append({"response_body.object": "scan", "response_body.code": code})
+            wanted.append(
+                {
+                    "response_body.object": "scan",
+                    "response_body.code": code,
+                    "response_body.pass_id": None,
+                }
+            )
         copies = self._idempotency.find(
             {"account_id": account_id, "$or": wanted}, {"response_body": 1, "mode": 1}
         )
@@ -187,7 +193,10 @@ class ApiRepository:
                 body["response_body"] = None
             else:
                 changed = doc.get("mode") == mode and erase_pass_data(body, pass_id)
-            read_it = body.get("pass_id") == pass_id or (code and body.get("code") == code)
+            # A scan that named another pass read that pass's code, which only looks the same.
+            read_it = body.get("pass_id") == pass_id or (
+                code and body.get("code") == code and body.get("pass_id") is None
+            )
             if body.get("object") == "scan" and read_it and body.get("code") is not None:
                 body["code"] = None  # a barcode may show a field value (a member number)
                 changed = True

@@ -495,7 +495,9 @@ class UnitOfWork:
             {"result.rows.record.id": pass_id},
         ]
         if code and account_id:
-            wanted.append({"result.account_id": account_id, "result.code": code})
+            wanted.append(
+                {"result.account_id": account_id, "result.code": code, "result.pass_id": None}
+            )
         copies = self._repo.processed.find(
             {"$or": wanted},
             {"result": 1},
@@ -504,7 +506,9 @@ class UnitOfWork:
         async for doc in copies:
             result = doc["result"]
             changed = erase_pass_data(result, pass_id)
-            read_it = result.get("pass_id") == pass_id or (code and result.get("code") == code)
+            read_it = result.get("pass_id") == pass_id or (
+                code and result.get("code") == code and result.get("pass_id") is None
+            )
             if read_it and result.get("code") is not None:
                 result["code"] = None  # a scan's code may be built from the field values
                 changed = True

@@ -48,7 +48,7 @@ class ScanStore:
             # while another pass showed the same code. Rare enough (a redaction) to look
             # through the account's scans without an index of its own.
             await self._scans.update_many(
-                {"account_id": record.account_id, "code": record.barcode_message},
+                {"account_id": record.account_id, "code": record.barcode_message, "pass_id": None},
                 {"$set": {"code": None}},
                 session=session,
             )

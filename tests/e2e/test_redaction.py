@@ -215,3 +215,34 @@ def _pass_json(client: httpx2.Client, issued: dict[str, Any]) -> str:
     assert response.status_code == 200, response.text
     with zipfile.ZipFile(io.BytesIO(response.content)) as bundle:
         return bundle.read("pass.json").decode()
+
+
+def test_a_redaction_leaves_the_scans_that_named_another_pass(client: httpx2.Client) -> None:
+    """A redaction erases its code from the scans that read it without naming a pass; it also
+    erased it from accepted scans of other passes whose barcode showed the same text (a
+    constant message of another template, made by anyone with the account's test key), in the
+    scan records and in the stored answers of scan requests."""
+    code = f"M-{secrets.token_hex(4)}"
+    member = {
+        **TEMPLATE_BODY["design"],
+        "barcode": {"format": "qr", "message": "{field_values.seat}"},
+    }
+    holder = create_template(client, {**TEMPLATE_BODY, "design": member})
+    kept = ok(
+        client.post(
+            "/v1/passes", json={"template_id": holder["id"], "field_values": {"seat": code}}
+        )
+    )
+    scan_key = _key()
+    scanned = ok(client.post("/v1/scans", headers=scan_key, json={"code": code}))
+    assert (scanned["pass_id"], scanned["code"]) == (kept["id"], code)
+    constant = {**TEMPLATE_BODY["design"], "barcode": {"format": "qr", "message": code}}
+    other = create_template(client, {**TEMPLATE_BODY, "design": constant})
+    copied = ok(client.post("/v1/passes", json={"template_id": other["id"]}))
+
+    ok(client.post(f"/v1/passes/{copied['id']}/redact"))
+
+    listed = ok(client.get("/v1/scans"))["data"]
+    assert [(s["pass_id"], s["code"]) for s in listed] == [(kept["id"], code)]
+    replayed = ok(client.post("/v1/scans", headers=scan_key, json={"code": code}))
+    assert replayed["code"] == code
