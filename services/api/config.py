@@ -65,7 +65,11 @@ class ApiSettings(ServiceSettings):
     # How long an Idempotency-Key's record answers replays (docs/api-decisions.md#idempotency).
     # A client's retries come minutes or hours later, and a record gone before then makes a
     # retry run the request again (one hour at least; MongoDB's TTL monitor runs every minute).
-    idempotency_ttl: timedelta = Field(timedelta(hours=24), ge=timedelta(hours=1))
+    # At most 48 hours: the issuer and webhooks keep a command's result that long, and a retry
+    # after a 5xx re-sends the command for its owner to answer from it, not to run it again.
+    idempotency_ttl: timedelta = Field(
+        timedelta(hours=24), ge=timedelta(hours=1), le=timedelta(hours=48)
+    )
     # The plan table; an account whose plan is missing here gets the "free" limits.
     plans: dict[str, PlanLimits] = Field(default_factory=default_plans)
 
