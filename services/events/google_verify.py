@@ -51,6 +51,9 @@ PROTOCOL_VERSION: Final = "ECv2SigningOnly"
 SENDER_IDS: Final = ("GooglePayPasses", "GoogleWalletPasses")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _BODY_KEYS: Final = ("protocolVersion", "signature", "intermediateSigningKey", "signedMessage")
+# Signatures of the intermediate key a callback may carry (Google sends one per root key in
+# use, a handful at most while it rotates them).
+MAX_KEY_SIGNATURES: Final = 8
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,12 @@ def parse_callback(body: bytes) -> Envelope:
     signatures = intermediate["signatures"]
     if not isinstance(signatures, list) or not signatures:
         raise MalformedCallback("intermediateSigningKey.signatures must be a non-empty list")
+    if len(signatures) > MAX_KEY_SIGNATURES:
+        # Each is verified under every root key for each sender id, unauthenticated: a body of
+        # thousands of them held the event loop for about a second.
+        raise MalformedCallback(
+            f"intermediateSigningKey.signatures has more than {MAX_KEY_SIGNATURES} signatures"
+        )
     return Envelope(
         signed_key=_string(intermediate["signedKey"], "signedKey"),
         key_signatures=[

@@ -275,6 +275,8 @@ def _mutations() -> list[tuple[str, Any]]:
         ("signature not base64", lambda b: b | {"signature": "***"}),
         ("signatures empty", lambda b: _with_key(b, signatures=[])),
         ("signatures not a list", lambda b: _with_key(b, signatures="x")),
+        # Each would be verified under every root key, before anything is authenticated.
+        ("thousands of signatures", lambda b: _with_key(b, signatures=["MAYCAQECAQE="] * 4000)),
         ("signedKey not a string", lambda b: _with_key(b, signedKey={"a": 1})),
         ("signedMessage not a string", lambda b: b | {"signedMessage": {"a": 1}}),
     ]
