@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.api.pages.platform import detect_platform, is_bot
+from services.api.pages.platform import _COMPATIBLE, detect_platform, is_bot
 from tests.support.user_agents import ANDROID, DESKTOP, GOOGLEBOT, IPHONE, SLACKBOT
 
 IPAD_OLD = (
@@ -74,3 +74,13 @@ def test_obvious_bots(user_agent: str) -> None:
 )
 def test_people_and_their_tools_are_not_bots(user_agent: str | None) -> None:
     assert not is_bot(user_agent)
+
+
+def test_a_user_agent_built_to_backtrack_is_read_in_linear_time() -> None:
+    """~15 KB of "compatible;" took the old pattern ~10^7 steps per request (quadratic), on the
+    event loop. Counted, not timed: the new reading visits each character a bounded number of
+    times, so doubling the input at most doubles the matches it tries."""
+    hostile = "compatible;" * 1400
+    assert not is_bot(hostile)
+    assert is_bot(hostile + "(compatible; Googlebot/2.1)")
+    assert len(list(_COMPATIBLE.finditer(hostile))) == 1  # one match runs to the end, no more

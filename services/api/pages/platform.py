@@ -27,12 +27,16 @@ BOT_NAMES = (
     "vkshare", "mastodon",
 )  # fmt: skip
 _BOT = re.compile(
-    "|".join(re.escape(name) for name in BOT_NAMES)
-    # Self-declared crawlers: "(compatible; SomeBot/1.0; ...)", usually with an info URL.
     # Browsers never put a URL in their User-Agent.
-    + r"|compatible;[^)]*(?:bot|crawler|spider)|https?://",
+    "|".join(re.escape(name) for name in BOT_NAMES) + r"|https?://",
     re.IGNORECASE,
 )
+# Self-declared crawlers: "(compatible; SomeBot/1.0; ...)", usually with an info URL. Each
+# "compatible;" takes the text up to its ")" and the next starts after it: linear in the
+# User-Agent (one pattern with "[^)]*(?:bot|...)" went back over the rest of the string at
+# every "compatible;", quadratic: ~15 KB of them held the event loop).
+_COMPATIBLE = re.compile(r"compatible;([^)]*)", re.IGNORECASE)
+_CRAWLER_WORD = re.compile(r"bot|crawler|spider", re.IGNORECASE)
 
 
 def detect_platform(user_agent: str | None) -> Platform:
@@ -47,4 +51,8 @@ def detect_platform(user_agent: str | None) -> Platform:
 
 def is_bot(user_agent: str | None) -> bool:
     """True for crawlers and link-preview fetchers: they get the page, but no event is recorded."""
-    return bool(user_agent) and _BOT.search(user_agent or "") is not None
+    if not user_agent:
+        return False
+    if _BOT.search(user_agent):
+        return True
+    return any(_CRAWLER_WORD.search(m.group(1)) for m in _COMPATIBLE.finditer(user_agent))
