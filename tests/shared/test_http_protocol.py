@@ -1,5 +1,6 @@
-"""Every connection must send a complete request head in time, or it is closed; a request
-whose head arrived is never cut."""
+"""Every connection must send a complete request head in time, or it is closed; a request's
+body must keep coming at a minimum pace once its grace is over; a response may take as long
+as it takes."""
 
 import asyncio
 import contextlib
@@ -13,6 +14,8 @@ from shared.http_protocol import with_header_deadline
 from shared.runner import bind
 
 DEADLINE = 0.5
+BODY_GRACE = 0.5
+MIN_BODY_RATE = 200.0  # bytes a second
 # Far beyond the deadline: a connection still open this long was not closed by it.
 PATIENCE = 10.0
 
@@ -20,8 +23,13 @@ PATIENCE = 10.0
 async def _slow_app(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] != "http":
         return
-    if scope["path"] == "/slow":
+    if scope["path"] in ("/slow", "/late-read"):
         await asyncio.sleep(DEADLINE * 3)  # the app's own work, not a wait for the test
+    if scope["method"] == "POST":
+        more = True
+        while more:
+            message = await receive()
+            more = message.get("more_body", False)
     headers = [(b"content-length", b"2")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": b"ok"})
@@ -37,7 +45,7 @@ async def port() -> AsyncIterator[int]:
         lifespan="off",
         # uvicorn's own keep-alive timer out of the way: only the head deadline closes.
         timeout_keep_alive=int(PATIENCE * 10),
-        http=with_header_deadline(DEADLINE),
+        http=with_header_deadline(DEADLINE, BODY_GRACE, MIN_BODY_RATE),
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -92,4 +100,55 @@ async def test_a_request_that_takes_longer_than_the_deadline_is_answered(port: i
     received = await _closed_by_server(reader)
     assert received.startswith(b"HTTP/1.1 200")
     assert received.endswith(b"ok")
+    writer.close()
+
+
+def _post_head(path: str, length: int, *extra: bytes) -> bytes:
+    lines = [f"POST {path} HTTP/1.1".encode(), b"Host: x", b"Connection: close"]
+    lines += [f"Content-Length: {length}".encode(), *extra]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+async def _drip(
+    writer: asyncio.StreamWriter, closed: "asyncio.Task[bytes]", chunks: list[bytes], every: float
+) -> None:
+    for chunk in chunks:
+        if closed.done():
+            return
+        writer.write(chunk)
+        await asyncio.sleep(every)  # the client's pace, the thing under test
+
+
+async def test_a_body_dripped_slower_than_the_minimum_pace_is_cut_off(port: int) -> None:
+    """10 bytes a second against a minimum of 200: closed once the grace is over, unanswered."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_post_head("/", 100_000))
+    closed = asyncio.create_task(_closed_by_server(reader))
+    await _drip(writer, closed, [b"x"] * 1000, 0.1)
+    assert closed.done()
+    assert await closed == b""
+    writer.close()
+
+
+async def test_a_body_that_keeps_its_pace_past_the_grace_is_answered(port: int) -> None:
+    """1,000 bytes a second for twice the grace: every byte read, then the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_post_head("/", 1000))
+    closed = asyncio.create_task(_closed_by_server(reader))
+    await _drip(writer, closed, [b"x" * 50] * 20, 0.05)
+    received = await closed
+    assert received.startswith(b"HTTP/1.1 200"), received
+    writer.close()
+
+
+async def test_a_client_waiting_for_100_continue_is_not_late(port: int) -> None:
+    """The app reads the body only after three times the grace; the client sends it when told
+    to continue. Waiting on this side does not count against the client."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_post_head("/late-read", 10, b"Expect: 100-continue"))
+    interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
+    assert interim.startswith(b"HTTP/1.1 100"), interim
+    writer.write(b"x" * 10)
+    received = await _closed_by_server(reader)
+    assert received.startswith(b"HTTP/1.1 200"), received
     writer.close()
