@@ -7,7 +7,7 @@ for the monthly quota. Both limits take their units from leased blocks (services
 """
 
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
@@ -25,6 +25,7 @@ from services.api.limits import (
     enforce_rate_limit,
     reserve_pass,
 )
+from services.api.observed_limit import ObservedEventLimit
 from services.api.principals import PrincipalCache
 from services.api.query_params import refuse_unknown_query_params
 from services.api.repository import ApiRepository
@@ -57,11 +58,15 @@ class ApiContext:
     principals: PrincipalCache
     rate_leases: RateLeases
     quota_leases: QuotaLeases
+    observed_limit: ObservedEventLimit = field(default_factory=ObservedEventLimit)
 
     async def record_event(
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None
     ) -> None:
-        """A page view, download or add intent of `record`, once its response was sent."""
+        """A page view, download or add intent of `record`, once its response was sent; not
+        past the pass's cap of such events a minute (services/api/observed_limit.py)."""
+        if not self.observed_limit.allow(record.id, self.clock.now()):
+            return
         await record_observed_event(
             self.repo.outbox, self.clock, self.issuer, record, event_type, metadata
         )

@@ -12,8 +12,9 @@ import httpx2
 import pytest
 from pymongo import MongoClient
 
+from services.api.observed_limit import PER_PASS_PER_MINUTE
 from services.api.pages.qr import qr_svg
-from tests.support.api import TEMPLATE_BODY, create_template
+from tests.support.api import TEMPLATE_BODY, create_template, ok
 from tests.support.polling import poll
 from tests.support.stack import Account, Stack
 from tests.support.user_agents import ANDROID, DESKTOP, GOOGLEBOT, IPHONE, SLACKBOT
@@ -183,6 +184,30 @@ def test_downloads_record_the_wallet(stack: Stack) -> None:
     assert sorted(event["metadata"]["wallet"] for event in downloaded) == ["apple", "google"]
     assert len(_events(stack, issued, "downloaded")) == 2
     assert _events(stack, issued, "url_viewed") == []
+
+
+def test_a_pass_fetched_over_and_over_records_at_most_its_cap_of_events(stack: Stack) -> None:
+    """Anyone with a pass's URL could grow its stored events (and the account's webhooks)
+    without bound, one GET each: 60 downloads in a row record at most 20 a minute (40 if a
+    minute turns meanwhile), and every download is served."""
+    issued = _issue(stack)
+    with httpx2.Client(headers={"User-Agent": IPHONE}, timeout=30.0) as holder:
+        for _ in range(60):
+            assert holder.get(issued.pass_["download_url"]).status_code == 200
+    _wait_events(stack, issued, "downloaded", PER_PASS_PER_MINUTE)
+    # Another pass's view, recorded through the same outbox after them, marks that they are in.
+    other = Issued(issued.account, issued.template, _issue_more(stack, issued))
+    assert _get(other.url, IPHONE).status_code == 200
+    _wait_events(stack, other, "url_viewed", 1)
+    assert (
+        PER_PASS_PER_MINUTE <= len(_events(stack, issued, "downloaded")) <= 2 * PER_PASS_PER_MINUTE
+    )
+
+
+def _issue_more(stack: Stack, issued: Issued) -> dict[str, Any]:
+    with stack.client(headers=issued.account.headers()) as client:
+        body = {"template_id": issued.template["id"], "field_values": {"seat": "D4"}}
+        return ok(client.post("/v1/passes", json=body))
 
 
 def test_require_download_link_hides_the_permanent_urls_and_back(stack: Stack) -> None:
