@@ -1,7 +1,8 @@
 """What Wallet devices report to POST /v1/log: errors they met talking to the web service.
 
 Apple's endpoint is unauthenticated, so what it stores is bounded: at most `MAX_ENTRIES` per
-request, each cut to `MAX_MESSAGE_CHARS`, at most `DEVICE_LOGS_PER_DAY` a day, each kept
+request, each cut to `MAX_MESSAGE_CHARS`, at most `DEVICE_LOGS_PER_DAY` a day (and
+`DEVICE_LOGS_PER_ADDRESS_PER_DAY` of them from one client address), each kept
 `DEVICE_LOG_TTL` (repository.py). Operators read them at GET /admin/v1/device_logs.
 """
 
@@ -42,10 +43,11 @@ def _masked(message: str) -> str:
     return _DEVICE_IDS.sub(lambda found: found.group(1) + DEVICE_MASK, message)
 
 
-async def store_logs(logs: DeviceLogs, clock: Clock, body: bytes) -> int:
-    """200 when the body is a log list (stored as far as the daily bound allows), else 400."""
+async def store_logs(logs: DeviceLogs, clock: Clock, body: bytes, address: str | None) -> int:
+    """200 when the body is a log list (stored as far as the daily bounds allow: the day's, and
+    the client address's share of it), else 400."""
     messages = parse_logs(body)
     if messages is None:
         return 400
-    await logs.add(messages, clock.now())
+    await logs.add(messages, clock.now(), address)
     return 200

@@ -119,10 +119,12 @@ async def _insert_once(insert: Awaitable[object]) -> None:
 # one document per (device, pass type), `_id` = `_tags_id(...)`, holding the last `KEPT_TAGS`
 # as `{"id", "tag"}`; removed `TAG_RETENTION` after the last one was handed out.
 # `device_logs`: what devices POST to /v1/log, kept `DEVICE_LOG_TTL` and at most
-# `DEVICE_LOGS_PER_DAY` a day.
+# `DEVICE_LOGS_PER_DAY` a day, of which one client address has at most
+# `DEVICE_LOGS_PER_ADDRESS_PER_DAY` (ten posts from one address took the whole day).
 
 DEVICE_LOG_TTL = timedelta(days=7)
 DEVICE_LOGS_PER_DAY = 1000
+DEVICE_LOGS_PER_ADDRESS_PER_DAY = 100
 # A device sends back the last tag it got, or the one before when an answer was lost.
 KEPT_TAGS = 4
 TAG_RETENTION = timedelta(days=30)
@@ -308,12 +310,23 @@ class DeviceLogs:
         await self._logs.create_index("day")
         await self._days.create_index("expires_at", expireAfterSeconds=0)
 
-    async def add(self, messages: list[str], at: datetime) -> int:
+    async def add(self, messages: list[str], at: datetime, address: str | None = None) -> int:
         """Store what fits in today's allowance (DEVICE_LOGS_PER_DAY, however many posts come
-        at once); returns how many were stored."""
+        at once) and in the address's share of it (DEVICE_LOGS_PER_ADDRESS_PER_DAY; its
+        counter is named by a digest of the address, never the address); returns how many were
+        stored."""
         day = at.date().isoformat()
-        before = await self._reserve(day, len(messages), at + DEVICE_LOG_TTL)
-        room = messages[: max(0, DEVICE_LOGS_PER_DAY - before)]
+        expires_at = at + DEVICE_LOG_TTL
+        wanted = len(messages)
+        if address:
+            digest = hashlib.sha256(address.encode()).hexdigest()[:32]
+            share = DEVICE_LOGS_PER_ADDRESS_PER_DAY
+            taken = await self._reserve(f"{day}:address:{digest}", wanted, expires_at, share)
+            wanted = max(0, min(wanted, share - taken))
+            if not wanted:
+                return 0
+        before = await self._reserve(day, wanted, expires_at, DEVICE_LOGS_PER_DAY)
+        room = messages[: max(0, min(wanted, DEVICE_LOGS_PER_DAY - before))]
         if room:
             await self._logs.insert_many(
                 [
@@ -323,7 +336,7 @@ class DeviceLogs:
             )
         return len(room)
 
-    async def _reserve(self, day: str, count: int, expires_at: datetime) -> int:
+    async def _reserve(self, day: str, count: int, expires_at: datetime, limit: int) -> int:
         """Add `count` to the day's counter; what it held before. The counter is made first,
         on its own: concurrent upserts that also count race on its creation (one may find
         nothing to answer), while an increment of a counter that exists never does."""
@@ -337,7 +350,7 @@ class DeviceLogs:
             {"_id": day}, {"$inc": {"count": count}}, return_document=ReturnDocument.AFTER
         )
         if counted is None:  # removed by its TTL between the two (a day later): nothing stored
-            return DEVICE_LOGS_PER_DAY
+            return limit
         return int(counted["count"]) - count
 
 

@@ -148,6 +148,8 @@ def apple_wallet_router(wallet: AppleWallet) -> APIRouter:
         body = await bounded_body(request, device_logs.MAX_BODY_BYTES)
         if body is None:
             return Response(status_code=413)
-        return Response(status_code=await device_logs.store_logs(wallet.logs, wallet.clock, body))
+        address = request.client.host if request.client else None
+        status = await device_logs.store_logs(wallet.logs, wallet.clock, body, address)
+        return Response(status_code=status)
 
     return router

@@ -95,3 +95,23 @@ async def test_posts_at_once_share_the_days_allowance(
     stored = await asyncio.gather(*(logs.add([f"m{n}"] * 5, today) for n in range(20)))
     assert sum(stored) == 12
     assert await db["device_logs"].count_documents({}) == 12
+
+
+async def test_one_address_takes_at_most_its_share_of_the_day(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten posts of 100 entries from one address took the whole day's 1,000: the device logs
+    of every real device were dropped until the next day. An address has a tenth of the day;
+    the others still have theirs, and no address is stored in clear."""
+    monkeypatch.setattr(repository, "DEVICE_LOGS_PER_DAY", 12)
+    monkeypatch.setattr(repository, "DEVICE_LOGS_PER_ADDRESS_PER_DAY", 5)
+    logs = DeviceLogs(db)
+    await logs.ensure_indexes()
+    today = datetime(2031, 3, 4, 10, tzinfo=UTC)
+    assert await logs.add(["a"] * 4, today, "203.0.113.7") == 4
+    assert await logs.add(["b"] * 4, today, "203.0.113.7") == 1
+    assert await logs.add(["c"], today, "203.0.113.7") == 0
+    assert await logs.add(["d"] * 4, today, "198.51.100.2") == 4
+    assert await logs.add(["e"] * 10, today) == 3  # no address known: the day's rest
+    counters = [doc["_id"] async for doc in db["device_log_days"].find()]
+    assert not any("203.0.113.7" in counter for counter in counters)
