@@ -73,12 +73,17 @@ def derived_id(kind: str, at_ms: int, seed: str) -> str:
     return f"{PREFIXES[kind]}_{_base62(at_ms << _RANDOM_BITS | digest, _ID_CHARS)}"
 
 
-def id_time_ms(value: str) -> int:
-    """When an id was made (milliseconds since the epoch), from its time-sortable body."""
+def id_value(value: str) -> int:
+    """The number an id's body writes (its time in the high bits, then the random part)."""
     number = 0
     for char in value.rpartition("_")[2]:
         number = number * 62 + ALPHABET.index(char)
-    return number >> _RANDOM_BITS
+    return number
+
+
+def id_time_ms(value: str) -> int:
+    """When an id was made (milliseconds since the epoch), from its time-sortable body."""
+    return id_value(value) >> _RANDOM_BITS
 
 
 def has_prefix(value: str, kind: str) -> bool:

@@ -303,7 +303,8 @@ class IssuerService:
         now = self._clock.now()
         record = TemplateRecord.model_validate(
             {
-                "_id": new_id("template"),
+                # Unguessable: its logo is public by its id (/t/{template_id}/logo.png).
+                "_id": new_id("template", unguessable=True),
                 "account_id": cmd.account_id,
                 "mode": cmd.mode,
                 "name": cmd.name,

@@ -6,6 +6,7 @@ until the store's lifetime limit) gets a retryable error within its budget, and 
 could not carry is refused before anything is written."""
 
 import asyncio
+import itertools
 import json
 import secrets
 import uuid
@@ -33,6 +34,7 @@ from shared.errors import (
     NotFound,
     PayloadTooLarge,
 )
+from shared.ids import id_value
 from shared.messages import (
     LIVE_UPDATES_SUBJECT_PREFIX,
     CreateDownloadLink,
@@ -434,3 +436,15 @@ async def test_a_result_nats_could_not_carry_is_refused_before_anything_is_writt
     assert raised.value.code == "result_too_large"
     assert await repo.templates.count_documents({}) == 0
     assert await repo.processed.count_documents({}) == 0
+
+
+async def test_template_ids_made_together_do_not_tell_each_other(service: IssuerService) -> None:
+    """A template's logo is public at /t/{template_id}/logo.png (archived and test templates
+    too), reached by its id alone: ids made in the same millisecond were the previous one plus
+    one, so an account that made a template beside another's could read the other's logo."""
+    made = await asyncio.gather(
+        *(service.handle(_create_template(f"cmd_ids_{n}")) for n in range(20))
+    )
+    values = sorted(id_value(record.id) for record in made if isinstance(record, TemplateRecord))
+    assert len(values) == 20
+    assert all(later - earlier > 1 for earlier, later in itertools.pairwise(values))

@@ -4,7 +4,8 @@
 `/t/{template_id}/google-logo.png` its square Google logo (design.google_logo), which Google
 Wallet gets instead when there is one; `/assets/logo.png` is the placeholder used for loyalty
 classes, which Google requires to have a logo. Template
-logos are part of a pass's public face, so they need no key; ids are unguessable anyway.
+logos are part of a pass's public face, so they need no key; template ids are made
+unguessable (shared/ids.py), so one account's id never tells another's.
 An archived template's logos stay: its passes remain valid (spec 3.3), and their pages and
 Google classes and objects show them (Google refetches images by URL). The logo is served
 cleaned (shared/png_clean.py): a template saved before images were cleaned may hold text
