@@ -138,7 +138,7 @@ class Scheduler:
         self._following: set[asyncio.Task[None]] = set()
         limits: dict[str, KeyLimit[DeliveryRecord]] = {
             ENDPOINT: KeyLimit(lambda d: d.webhook_id, max_per_endpoint * LEASED_PER_SLOT),
-            ACCOUNT: KeyLimit(lambda d: d.account_id, max_per_account * LEASED_PER_SLOT),
+            ACCOUNT: KeyLimit(_scope_of, max_per_account * LEASED_PER_SLOT),
         }
         self._poller: Poller[DeliveryRecord] = Poller(
             "webhook-scheduler",
@@ -481,7 +481,7 @@ class Scheduler:
 
         try:
             taken.append(await self._sending_to.take(delivery.webhook_id))
-            taken.append(await self._sending_for.take(delivery.account_id))
+            taken.append(await self._sending_for.take(_scope_of(delivery)))
             taken.append(await self._sending_in_all.take(""))
         except BaseException:
             give_back()
@@ -519,3 +519,9 @@ async def _until_sent_or_quiet(sending: set[asyncio.Task[Attempted | None]]) -> 
         )
         if not ended:
             return
+
+
+def _scope_of(delivery: DeliveryRecord) -> str:
+    """Whose share of the sending slots a delivery takes: its account's, in its mode (test
+    webhooks never hold back live ones)."""
+    return f"{delivery.account_id}/{delivery.mode}"

@@ -316,9 +316,10 @@ class _Blocking:
     """An attempt that holds the busy account's deliveries until released, and records how
     many of them were in flight at most."""
 
-    def __init__(self, repo: WebhookRepository, busy_account: str):
+    def __init__(self, repo: WebhookRepository, busy_account: str, busy_mode: str | None = None):
         self._repo = repo
         self._busy = busy_account
+        self._busy_mode = busy_mode
         self.release = asyncio.Event()
         self.other_done = asyncio.Event()
         self.in_flight = 0
@@ -331,7 +332,7 @@ class _Blocking:
         token: str,
         sent: Callable[[], None],
     ) -> NextState | None:
-        if record.account_id == self._busy:
+        if record.account_id == self._busy and self._busy_mode in (None, record.mode):
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
             await self.release.wait()
@@ -364,6 +365,34 @@ async def test_a_busy_account_never_holds_back_another(repo: WebhookRepository) 
     finally:
         await scheduler.stop(grace_seconds=5)
     assert attempt.most_in_flight == 2
+
+
+async def test_an_accounts_test_mode_never_holds_back_its_live_mode(
+    repo: WebhookRepository,
+) -> None:
+    """Test and live are kept apart everywhere else (limits, quotas, data): slow test-mode
+    webhooks took the account's whole share of sending slots and held its live deliveries."""
+    now = datetime.now(UTC)
+    for n in range(12):
+        await repo.insert_delivery(
+            delivery(
+                account_id="acct_one",
+                mode="test",
+                webhook_id=f"whk_slow{n}",
+                next_attempt_at=now - timedelta(seconds=20 - n),
+            )
+        )
+    await repo.insert_delivery(delivery(account_id="acct_one", mode="live", next_attempt_at=now))
+    attempt = _Blocking(repo, "acct_one", busy_mode="test")
+    scheduler = _scheduler(repo, max_concurrent=4, per_endpoint=2, per_account=2)
+    scheduler.start(attempt)
+    try:
+        await asyncio.wait_for(attempt.other_done.wait(), timeout=10)
+        assert attempt.most_in_flight == 2  # the test mode's share
+        attempt.release.set()
+        await _until(lambda: _count(repo, "delivered"), 13)
+    finally:
+        await scheduler.stop(grace_seconds=5)
 
 
 async def test_new_deliveries_keep_to_the_account_share(repo: WebhookRepository) -> None:
