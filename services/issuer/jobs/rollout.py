@@ -69,7 +69,11 @@ class TemplateRollout:
         template = await self._repo.template(job.account_id, job.mode, job.template_id or "")
         if template is None or template.design_version > version:
             return ChunkResult(outcomes=[])  # superseded: the newer rollout sweeps
-        stale = await self._repo.stale_pass_ids(job.account_id, job.mode, template.id, version)
+        found = await self._repo.stale_pass_ids(job.account_id, job.mode, template.id, version)
+        # A pass the job did and left on the older design (it failed: the new design cannot
+        # show its values, say) is in the results once, not a second time by the sweep.
+        done = await self._store.passes_done(job.id) if found else set()
+        stale = [pass_id for pass_id in found if pass_id not in done]
         if not stale:
             return ChunkResult(outcomes=[])
         log.info("rollout %s: %d passes made from an older design found", job.id, len(stale))

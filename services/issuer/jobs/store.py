@@ -165,6 +165,19 @@ class JobStore:
         """Count `rows` more to do into the job (a rollout's sweep found passes)."""
         await self.jobs.update_one({"_id": job_id}, {"$inc": {"total": rows}}, session=session)
 
+    async def passes_done(self, job_id: str) -> set[str]:
+        """The passes the job's chunks did (changed, skipped or failed) so far."""
+        cursor = self.chunks.find(
+            {**_job_range(job_id), "outcomes.pass_id": {"$exists": True}},
+            {"outcomes.pass_id": 1},
+        )
+        return {
+            outcome["pass_id"]
+            async for doc in cursor
+            for outcome in doc.get("outcomes", [])
+            if outcome.get("pass_id")
+        }
+
     async def others_open(self, job_id: str, chunk_id_: str) -> bool:
         """Whether a chunk of the job other than `chunk_id_` is still to do or to count."""
         return await self._any_chunk(job_id, ["pending", "counting"], other_than=chunk_id_)

@@ -10,6 +10,7 @@ import pytest
 
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import PassMaker
+from services.issuer.jobs import rerender
 from services.issuer.jobs.import_passes import ImportPasses
 from services.issuer.jobs.reads import JobReads
 from services.issuer.jobs.registry import ChunkResult, JobRegistry
@@ -118,6 +119,42 @@ async def test_the_sweep_finds_a_pass_made_from_the_old_design_after_the_listing
     assert (job.status, job.processed, job.succeeded, job.total) == ("succeeded", 4, 4, 4)
     versions = {doc["_id"]: doc["design_version"] async for doc in repo.passes.find({})}
     assert set(versions.values()) == {2}
+    assert await _claim(store, later=timedelta(seconds=5)) == []
+
+
+async def test_the_sweep_does_not_list_again_a_pass_the_job_did_and_failed(
+    service: IssuerService,
+    repo: IssuerRepository,
+    artifacts: WalletArtifacts,
+    store: JobStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pass the rollout failed (its template's images unusable, say) stays on the older
+    design; the sweep listed it again, so it was tried twice, counted twice in `total` and
+    `failed`, and listed twice in the results."""
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    passes = [await _pass(service, template.id) for _ in range(3)]
+    moved = {**TEMPLATE_BODY["design"], "description": "Moved to Hall B"}
+    patched = await service.handle(
+        UpdateTemplate(**command_base(), template_id=template.id, design=moved)
+    )
+    assert isinstance(patched, TemplateRecord)
+    assert patched.rollout_job_id is not None
+
+    def unusable(*_: object) -> None:
+        raise ValueError("an image Wallet cannot use")
+
+    monkeypatch.setattr(rerender, "pass_assets", unusable)
+    worker = _rollouts(repo, artifacts, store)
+    listing, sweep = await _claim(store)
+    assert await worker.run_chunk(listing, "test/1") is True
+    assert await worker.run_chunk(sweep, "test/1") is True
+
+    job = await _job(store, patched.rollout_job_id)
+    assert (job.status, job.processed, job.failed, job.total) == ("failed", 3, 3, 3)
+    results = await _results(repo, job.id)
+    assert sorted(r.pass_id or "" for r in results) == sorted(p.id for p in passes)
     assert await _claim(store, later=timedelta(seconds=5)) == []
 
 
