@@ -76,6 +76,7 @@ def clean_png(data: bytes, max_pixels: int = MAX_DECODE_PIXELS) -> bytes:
         _check_pixels(image.width, image.height, max_pixels)
         try:
             image.load()
+            _scale_colour_key(image, depth=stripped[24], colour_type=stripped[25])
             encoded = io.BytesIO()
             image.save(encoded, format="PNG")
         except Exception as exc:
@@ -83,6 +84,21 @@ def clean_png(data: bytes, max_pixels: int = MAX_DECODE_PIXELS) -> bytes:
             # streams (an UnboundLocalError for a palette image without its PLTE chunk).
             raise ValueError(f"could not be decoded as a PNG ({type(exc).__name__})") from exc
     return critical_chunks(encoded.getvalue())
+
+
+def _scale_colour_key(image: Image.Image, depth: int, colour_type: int) -> None:
+    """Pillow widens 1/2/4-bit grey to 8 bits and narrows 16-bit RGB to 8 bits, but keeps the
+    tRNS colour key as written, at the file's depth: the key then matches no pixel and the
+    transparency was lost in the re-encoded file. The key is brought to the pixels' depth (for
+    16-bit RGB by its high bytes, as Pillow narrows the pixels: a colour within 1/256 of the
+    key becomes transparent with it)."""
+    key = image.info.get("transparency")
+    if key is None:
+        return
+    if colour_type == 0 and depth < 8 and isinstance(key, int):
+        image.info["transparency"] = key * (255 // (2**depth - 1))
+    elif colour_type == 2 and depth == 16 and isinstance(key, tuple):
+        image.info["transparency"] = tuple(value >> 8 for value in key)
 
 
 def _check_pixels(width: int, height: int, max_pixels: int) -> None:

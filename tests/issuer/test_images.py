@@ -460,3 +460,47 @@ def test_a_png_that_does_not_decode_is_refused(data: bytes, message: str) -> Non
         clean_png(data)
     with pytest.raises(ValueError, match=f"image 'logo@2x' .*{message}"):
         check_png(b64(data), "logo", 2)
+
+
+def _keyed(depth: int, colour_type: int, rows: list[bytes], key: bytes) -> bytes:
+    """A PNG written at `depth` with a tRNS colour key, as other encoders write them (Pillow
+    never writes these)."""
+    width = len(rows[0]) * 8 // (depth * (3 if colour_type == 2 else 1))
+    header = struct.pack(">IIBBBBB", width, len(rows), depth, colour_type, 0, 0, 0)
+    idat = zlib.compress(b"".join(b"\0" + row for row in rows))
+    return (
+        PNG_SIGNATURE
+        + chunk(b"IHDR", header)
+        + chunk(b"tRNS", key)
+        + chunk(b"IDAT", idat)
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize(
+    ("original", "alpha"),
+    [
+        # 2-bit grey 0,1,2,3 with the key 1: the second pixel is transparent.
+        pytest.param(_keyed(2, 0, [bytes([0b00011011])], b"\0\1"), [255, 0, 255, 255], id="g2"),
+        pytest.param(_keyed(4, 0, [bytes([0x05])], b"\0\5"), [255, 0], id="g4"),
+        pytest.param(_keyed(1, 0, [bytes([0b01000000])], b"\0\1"), [255, 0] + [255] * 6, id="g1"),
+        pytest.param(
+            _keyed(
+                16,
+                2,
+                [struct.pack(">6H", 0x1234, 0x5678, 0x9ABC, 0, 0, 0)],
+                struct.pack(">3H", 0x1234, 0x5678, 0x9ABC),
+            ),
+            [0, 255],
+            id="rgb16",
+        ),
+    ],
+)
+def test_cleaning_keeps_the_colour_key_of_grey_below_8_bits_and_rgb_of_16(
+    original: bytes, alpha: list[int]
+) -> None:
+    """Pillow reads these at 8 bits but keeps the key at the file's depth: re-encoded, the key
+    matched no pixel and the image lost its transparency (Wallet shows the file we store)."""
+    with Image.open(io.BytesIO(clean_png(original))) as cleaned:
+        rgba = cleaned.convert("RGBA")
+        assert [rgba.getpixel((x, 0))[3] for x in range(cleaned.width)] == alpha  # type: ignore[index]
