@@ -149,12 +149,14 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         workers: list[Worker] = [relay, worker, signing_watch, templates]
         if google_syncer is not None:
             workers.append(google_syncer)
-        async with running(conn, *workers):
-            try:
+        try:
+            async with running(conn, *workers):
                 yield
-            finally:
-                if google_client is not None:
-                    await google_client.aclose()
+        finally:
+            # After the workers stopped: the Google step gets its grace with a client to use
+            # (closed first, every call in that grace failed and its passes waited a lease).
+            if google_client is not None:
+                await google_client.aclose()
 
     app = FastAPI(title="Tessera issuer", lifespan=lifespan, openapi_url=None)
     checks = {"mongodb": conn.ping_mongo, "nats": conn.ping_nats, "signing": signing_watch.check}

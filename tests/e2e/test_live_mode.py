@@ -243,3 +243,34 @@ def test_test_and_live_objects_are_separate(stack: Stack) -> None:
         # (but the Google step: "pending" when created, "synced" since)
         unchanged = ok(live.get(f"/v1/passes/{l_pass['id']}"))
         assert {**unchanged, "google_status": None} == {**l_pass, "google_status": None}
+
+
+def test_a_stopping_issuer_finishes_its_google_calls_in_flight(
+    stack: Stack, fake_google: FakeGoogle
+) -> None:
+    """On SIGTERM the Google step gets its grace to finish (docs/operations.md#stopping); the
+    issuer closed its Google client before stopping the step, so the call in flight and the
+    next failed ("the client has been closed") and the pass waited out a lease (60 s)."""
+    account = stack.new_account("paid")
+    issuers = stack.replica_names("issuer")
+    with stack.client(headers=account.headers("live")) as live:
+        template = create_template(live)
+        fake_google.delay_seconds = 1.0  # each call: long enough to stop the issuer mid-call
+        try:
+            issued = create_pass(live, template["id"])
+            suffix = issued["id"].split("_", 1)[1]
+            poll(
+                lambda: [path for _, path in fake_google.requests if suffix in path],
+                message="the pass's Google call under way",
+                interval=0.01,
+            )
+            for name in issuers:
+                stack.children[name].terminate()
+            for name in issuers:
+                assert stack.children[name].wait(30.0)
+            # Stopped: what it had under way reached Google in its grace.
+            assert [key for key in fake_google.objects if suffix in key]
+        finally:
+            fake_google.delay_seconds = 0.0
+            stack.start("issuer")
+    assert "client has been closed" not in stack.log_text("issuer")
