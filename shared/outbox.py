@@ -40,7 +40,14 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from faststream.nats import NatsBroker
-from nats.errors import MaxPayloadError
+from nats.errors import (
+    ConnectionClosedError,
+    ConnectionReconnectingError,
+    MaxPayloadError,
+    OutboundBufferLimitError,
+    StaleConnectionError,
+)
+from nats.js.errors import APIError
 from pymongo import ASCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import DuplicateKeyError, PyMongoError
@@ -453,7 +460,8 @@ class OutboxRelay:
         isolated: list[tuple[Document, BaseException]] = []
         down: list[tuple[Document, BaseException]] = []
         for doc, error in transient:
-            (isolated if _streams(doc) <= working else down).append((doc, error))
+            blamed = _streams(doc) <= working and not _server_side(error)
+            (isolated if blamed else down).append((doc, error))
         if down:
             held = [doc["_id"] for doc, _ in down]
             await self._outbox.hold(held, token, self._clock.now() + self._poll)
@@ -553,6 +561,29 @@ def _streams(doc: Document) -> frozenset[str]:
     if isinstance(messages, list):
         return frozenset(stream_of(str(m.get("subject", ""))) for m in messages)
     return frozenset({stream_of(str(doc.get("subject", "")))})
+
+
+# JetStream's "insufficient resources" (its store out of room).
+_RESOURCES_ERR_CODE = 10047
+
+
+def _server_side(error: BaseException) -> bool:
+    """A publish that failed because of the server's state, whatever the event: no answer in
+    time (under load some publishes time out while others are acked), the connection, or the
+    stream refusing (503: full, no leader; its store out of room). Such an event is held a
+    tick, never counted towards being set aside."""
+    if isinstance(
+        error,
+        TimeoutError  # nats' own TimeoutError is one too
+        | ConnectionClosedError
+        | ConnectionReconnectingError
+        | OutboundBufferLimitError
+        | StaleConnectionError,
+    ):
+        return True
+    return isinstance(error, APIError) and (
+        error.code == 503 or error.err_code == _RESOURCES_ERR_CODE
+    )
 
 
 def _describe(error: BaseException) -> str:

@@ -8,7 +8,7 @@ committed. (The dead letters: tests/issuer/test_outbox.py.)"""
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import nats
@@ -16,6 +16,7 @@ import pytest
 from faststream.nats import NatsBroker
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.js.api import DiscardPolicy
 
 from shared.ids import new_id
 from shared.messages import EVENTS_STREAM, LIVE_UPDATES_SUBJECT_PREFIX, PassEventMessage
@@ -244,6 +245,32 @@ async def test_events_of_a_stream_that_is_down_are_held_not_blamed(
     assert await outbox.documents.count_documents({"_id": {"$in": live}}) == 0
     assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
     assert await outbox.due(clock.now() + timedelta(seconds=31), 100) == events
+
+
+async def test_events_a_full_stream_refuses_are_held_not_blamed(
+    db: Database, nats_url: str
+) -> None:
+    """A stream that takes some events of a batch and refuses the rest (full, its store out of
+    room; as with publishes that time out under load) is in trouble, not those events: they
+    were counted as failing on their own, and set aside after eight tries (four minutes)."""
+    outbox = Outbox(db, "test", "outbox")
+    broker = create_broker(nats_url)
+    await broker.connect()
+    await ensure_streams(broker)
+    js = broker.connection.jetstream()
+    info = await js.stream_info(EVENTS_STREAM)
+    full = replace(info.config, max_msgs=info.state.messages + 1, discard=DiscardPolicy.NEW)
+    await js.update_stream(full)
+    events = await _add(outbox, 3)
+    clock = MovableClock()
+    relay = OutboxRelay(outbox, broker, poll_seconds=30, clock=clock)
+    try:
+        assert await relay.drain() == 1
+    finally:
+        await js.update_stream(info.config)  # for the module's other tests
+        await broker.stop()
+    assert await outbox.documents.count_documents({"attempts": {"$exists": True}}) == 0
+    assert await outbox.due(clock.now() + timedelta(seconds=31), 100) == events[1:]
 
 
 async def _commit_leased(outbox: Outbox, relay: OutboxRelay, count: int) -> list[Document]:
