@@ -12,11 +12,16 @@ dead for the pass type, a 400 `BadDeviceToken` or `DeviceTokenNotForTopic` that 
 
 The event keeps its id, which is its Nats-Msg-Id, so a live update redelivered after a crash
 (pushed again, which devices tolerate) records its event once: JetStream drops the second
-publish inside its duplicate window, and the events consumer's unique `_id` after it.
+publish inside its duplicate window, and the events consumer's unique `_id` after it. A batch
+whose devices were pushed but whose events could not be published (the events stream down
+while the live-updates stream is up) comes back every 2 s until they can: the replica keeps
+what it pushed (`PUSHED_KEPT` updates at most), so those redeliveries publish without pushing
+every device again.
 """
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -43,6 +48,8 @@ PUSH_RETRY_SECONDS = (1.0, 3.0)
 # An update's event published later than this after its commit may come after a redaction's
 # second erasure (SETTLE_SECONDS after the redaction): its pass is checked first.
 REDACTION_CHECK_AGE = timedelta(seconds=SETTLE_SECONDS / 2)
+# Live updates whose devices were pushed and whose event is not published yet, per replica.
+PUSHED_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,8 @@ class LiveUpdates:
         self._apns = apns
         self._broker = broker
         self._retry_seconds = retry_seconds
+        # The push reports of updates whose event is still to publish, by event id.
+        self._pushed: OrderedDict[str, PushReport] = OrderedDict()
 
     async def deliver(self, update: LiveUpdate) -> PassEventMessage:
         """Push the pass's devices, then publish its event with the counts. Raises when the
@@ -87,21 +96,28 @@ class LiveUpdates:
         read with one query, every device pushed at once (bounded), then every event published.
         Raises if any part fails: the whole batch is retried (pushed again, which devices
         tolerate; published again, which the events' ids dedupe)."""
-        pass_ids = sorted({update.event.pass_id for update in updates})
-        tokens = await self._registrations.push_tokens_of(pass_ids)
+        done = {u.event.id: self._pushed[u.event.id] for u in updates if u.event.id in self._pushed}
+        pass_ids = sorted({u.event.pass_id for u in updates if u.event.id not in done})
+        tokens = await self._registrations.push_tokens_of(pass_ids) if pass_ids else {}
         limit = asyncio.Semaphore(MAX_CONCURRENT_PUSHES)
         pushed = await asyncio.gather(
             *(self._push(pass_id, tokens.get(pass_id, []), limit) for pass_id in pass_ids)
         )
-        reports = dict(zip(pass_ids, pushed, strict=True))
+        by_pass = dict(zip(pass_ids, pushed, strict=True))
+        reports = {u.event.id: done.get(u.event.id) or by_pass[u.event.pass_id] for u in updates}
+        for event_id, report in reports.items():
+            self._pushed[event_id] = report
+            self._pushed.move_to_end(event_id)
+        while len(self._pushed) > PUSHED_KEPT:
+            self._pushed.popitem(last=False)
         redacted = await self._redacted_since(updates)
         events = [
-            _as_published(
-                update.event, reports[update.event.pass_id], update.event.pass_id in redacted
-            )
+            _as_published(update.event, reports[update.event.id], update.event.pass_id in redacted)
             for update in updates
         ]
         await asyncio.gather(*(publish_event(self._broker, event) for event in events))
+        for event in events:
+            self._pushed.pop(event.id, None)
         return events
 
     async def _redacted_since(self, updates: list[LiveUpdate]) -> set[str]:

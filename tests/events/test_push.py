@@ -37,7 +37,12 @@ from shared.messages import (
 )
 from shared.models import PassRecord
 from shared.mongo import Database, create_client
-from shared.nats import create_broker, ensure_streams, subscribe_to_events
+from shared.nats import (
+    create_broker,
+    ensure_events_stream,
+    ensure_streams,
+    subscribe_to_events,
+)
 from shared.outbox import Outbox, OutboxRelay
 from shared.pass_events import pass_event
 from tests.support.fake_apns import FakeApns, running_fake_apns
@@ -244,6 +249,29 @@ async def test_a_batch_pushes_each_pass_s_devices_and_publishes_each_event_with_
     assert {event.id for event in published} <= on_stream
     # A pass in the batch twice has its devices pushed once for the batch.
     assert [len(setup.fake.pushes(token * 64)) for token in "123"] == [1, 1, 1]
+
+
+async def test_a_batch_whose_events_could_not_be_published_is_not_pushed_again(
+    setup: Setup,
+) -> None:
+    """Devices pushed, events not published (the events stream down, the live-updates stream
+    up): the batch comes back every 2 s, and each time it pushed every device again, for as
+    long as the stream was down. Its redeliveries publish what was pushed, with its counts."""
+    record = await setup.add_pass()
+    await setup.register(record, "e" * 64)
+    update = _live_update(record)
+    js = setup.broker.connection.jetstream()
+    await js.delete_stream(EVENTS_STREAM)
+    try:
+        for _ in range(3):  # the redeliveries while the stream is down
+            with pytest.raises(Exception):  # noqa: B017, PT011  # whatever the publish raises
+                await setup.live.deliver_many([update])
+    finally:
+        await ensure_events_stream(setup.broker)
+    published = await setup.live.deliver_many([update])
+    assert len(setup.fake.pushes("e" * 64)) == 1
+    assert published[0].metadata["devices_pushed"] == 1
+    assert [event.id for event in await _published(setup.broker)] == [update.event.id]
 
 
 async def test_a_live_update_waits_for_the_events_service(
