@@ -165,8 +165,9 @@ def _up(
     env = base_env()
     infra: list[Child] = []
     services: list[Child] = []
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    # A closed terminal (SIGHUP) stops the stack as Ctrl-C does.
+    for stopping in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stopping, _on_signal)
     try:
         deadline = time.monotonic() + START_TIMEOUT
         members = _replicas(host, port, replicas)
@@ -179,7 +180,9 @@ def _up(
             all_routes = routes(cluster)
             for node in cluster:
                 log = logs / f"{node.name}.log"
-                infra.append(Child(node.name, node.argv(all_routes), env, log))
+                infra.append(
+                    Child(node.name, node.argv(all_routes), env, log, dies_with_parent=True)
+                )
             nats_url = client_urls(cluster)
         elif not nats_url:
             nats_port = free_port(LOOPBACK)
@@ -189,6 +192,7 @@ def _up(
                     nats_argv(LOOPBACK, nats_port, data_dir / "nats"),
                     env,
                     logs / "nats.log",
+                    dies_with_parent=True,
                 )
             )
             nats_url = f"nats://{LOOPBACK}:{nats_port}"
@@ -201,6 +205,7 @@ def _up(
                     mongo_argv(LOOPBACK, mongo_port, data_dir / "mongo"),
                     env,
                     logs / "mongodb.log",
+                    dies_with_parent=True,
                 )
             )
             mongo_url = f"mongodb://{LOOPBACK}:{mongo_port}/?directConnection=true"
@@ -218,7 +223,13 @@ def _up(
             # Every stream keeps a copy on each node (shared/nats.py ensure_streams).
             stack_env["TESSERA_EVENTS_STREAM_REPLICAS"] = str(nats_nodes)
         services = [
-            Child(r.name, service_argv(r.service), stack_env | r.env(), logs / f"{r.name}.log")
+            Child(
+                r.name,
+                service_argv(r.service),
+                stack_env | r.env(),
+                logs / f"{r.name}.log",
+                dies_with_parent=True,
+            )
             for r in members
         ]
         # From the files' current ends: the terminal shows this run, not the previous ones.
@@ -262,8 +273,8 @@ def _up(
         _say(f"could not start: {exc}")
         return 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for stopping in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(stopping, signal.SIG_IGN)
         # Services first, while NATS and the store still answer their final drain and writes.
         stop_all(services, timeout=6.0)
         stop_all(infra, timeout=3.0)

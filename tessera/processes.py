@@ -3,14 +3,17 @@
 Used by `tessera up` and by the test fixtures, so both run the stack the same way.
 """
 
+import ctypes
 import importlib.util
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -23,6 +26,7 @@ from shared.settings import env_file
 SERVICES = ("api", "events", "issuer", "webhooks")
 # Service ports are fixed offsets from the api port, so wallet_url stays stable across starts.
 PORT_OFFSETS = {"api": 0, "events": 1, "issuer": 2, "webhooks": 3}
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -161,19 +165,42 @@ def mongo_argv(host: str, port: int, data_dir: Path, command: list[str] | None =
     ]
 
 
+def _dies_with(parent: int) -> Callable[[], None] | None:
+    """What the forked child runs before exec: ask for SIGTERM when its parent dies (Linux
+    prctl PR_SET_PDEATHSIG); if the parent died already, before the request, go now."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def request() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return request
+
+
 def service_argv(name: str) -> list[str]:
     return [sys.executable, "-m", f"services.{name}"]
 
 
 @dataclass
 class Child:
-    """One child process with its log file; `start` may be called again to restart it."""
+    """One child process with its log file; `start` may be called again to restart it.
+
+    With `dies_with_parent` (what `tessera up` starts), the child gets SIGTERM when the process
+    that started it dies, however it dies (Linux's parent-death signal): each child runs in a
+    session of its own, so a launcher killed by SIGKILL or the OOM killer, or whose terminal
+    closed, left NATS, the store and the services running, holding their ports and data
+    directories, beside the next `tessera up`. Started from the thread that stays (the
+    signal follows the thread that forked)."""
 
     name: str
     argv: list[str]
     env: dict[str, str]
     log_path: Path
     proc: subprocess.Popen[bytes] | None = None
+    dies_with_parent: bool = False
     _log: IO[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -186,6 +213,7 @@ class Child:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_dies_with(os.getpid()) if self.dies_with_parent else None,
         )
 
     def alive(self) -> bool:

@@ -248,3 +248,48 @@ def test_the_banner_reads_the_admin_token_where_the_api_does(
     monkeypatch.setenv("TESSERA_ENV_FILE", "")
     assert not _admin_api_on({})
     assert _admin_api_on({"TESSERA_ADMIN_TOKEN": "t" * 40})
+
+
+def _stack_pids(data_dir: Path) -> list[int]:
+    """Processes of the stack started on `data_dir`: NATS and the store name it in their
+    arguments, the services in their environment (TESSERA_DATA_DIR or a path under it)."""
+    found = []
+    marker = str(data_dir).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if (
+            state != "Z"
+            and b"tessera.cli" not in cmdline
+            and (marker in cmdline or marker in environ)
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("death", [signal.SIGKILL, signal.SIGHUP])
+def test_the_stack_goes_with_its_launcher_however_it_dies(
+    tmp_path: Path, death: signal.Signals
+) -> None:
+    """Each child runs in a session of its own: a launcher killed (SIGKILL, the OOM killer) or
+    whose terminal closed (SIGHUP) left NATS, the store and the services running, holding their
+    ports and data directory beside the next `tessera up`. They go with it now."""
+    data_dir, log = tmp_path / "data", tmp_path / "up.log"
+    proc = _start(data_dir, free_port_block(len(PORT_OFFSETS)), log)
+    try:
+        _wait_ready(data_dir, proc)
+        assert len(_stack_pids(data_dir)) >= 6  # NATS, the store, four services
+        proc.send_signal(death)
+        proc.wait(timeout=STOP_DEADLINE_SECONDS)
+        poll(lambda: _stack_pids(data_dir), lambda pids: not pids, timeout=30, message="gone")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in _stack_pids(data_dir):  # orphans of a failed run: not left to the machine
+            os.kill(pid, signal.SIGKILL)
