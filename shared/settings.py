@@ -33,6 +33,8 @@ def env_file() -> str | None:
 
 
 _PLACEHOLDERS = {"", "changeme", "change-me", "secret", "placeholder", "xxx", "todo"}
+# Bearer tokens an operator sets (metrics, admin) are at least this long in production.
+MIN_TOKEN_CHARS = 32
 
 
 def _common(name: str) -> AliasChoices:
@@ -119,6 +121,13 @@ class ServiceSettings(BaseSettings):
             for name in ("site_url", "wallet_url"):
                 if not getattr(self, name).startswith("https://"):
                     raise ValueError(f"TESSERA_{name.upper()} must be https:// in production")
+            # /metrics is served on the public ports and guesses are not limited there: a
+            # token long enough that guessing it is hopeless, as the admin token's.
+            token = self.metrics_token
+            if token is not None and len(token.get_secret_value()) < MIN_TOKEN_CHARS:
+                raise ValueError(
+                    f"TESSERA_METRICS_TOKEN must be at least {MIN_TOKEN_CHARS} characters"
+                )
         return self
 
 

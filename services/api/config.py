@@ -10,7 +10,7 @@ from datetime import timedelta
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from shared.settings import Port, ServiceSettings, refuse_placeholder
+from shared.settings import MIN_TOKEN_CHARS, Port, ServiceSettings, refuse_placeholder
 
 
 class MonthlyPasses(BaseModel):
@@ -80,9 +80,9 @@ class ApiSettings(ServiceSettings):
         if token is not None and token.get_secret_value() != token.get_secret_value().strip():
             # A presented token is read without surrounding spaces: this one could never match.
             raise ValueError("TESSERA_ADMIN_TOKEN must not begin or end with white space")
-        short = token is not None and len(token.get_secret_value()) < 32
+        short = token is not None and len(token.get_secret_value()) < MIN_TOKEN_CHARS
         if short and self.environment == "production":
-            raise ValueError("TESSERA_ADMIN_TOKEN must be at least 32 characters")
+            raise ValueError(f"TESSERA_ADMIN_TOKEN must be at least {MIN_TOKEN_CHARS} characters")
         return self
 
     @model_validator(mode="after")

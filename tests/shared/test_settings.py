@@ -63,6 +63,25 @@ def test_production_refuses_placeholder_secrets_and_plain_http(
         ApiSettings()
 
 
+def test_production_refuses_a_metrics_token_short_enough_to_guess(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """/metrics is on the public ports with no limit on guesses (the admin API counts them):
+    a short token could be found at the full request rate."""
+    monkeypatch.setenv("TESSERA_ENVIRONMENT", "production")
+    monkeypatch.setenv("TESSERA_SITE_URL", "https://passes.example.com")
+    monkeypatch.setenv("TESSERA_WALLET_URL", "https://wallet.example.com")
+    monkeypatch.setenv("TESSERA_METRICS_TOKEN", "m" * 31)
+    with pytest.raises(ValidationError, match="TESSERA_METRICS_TOKEN must be at least 32"):
+        ApiSettings()
+    monkeypatch.setenv("TESSERA_METRICS_TOKEN", "m" * 32)
+    token = ApiSettings().metrics_token
+    assert token is not None
+    monkeypatch.setenv("TESSERA_ENVIRONMENT", "development")
+    monkeypatch.setenv("TESSERA_METRICS_TOKEN", "short")
+    assert ApiSettings().metrics_token is not None  # development: any token
+
+
 def test_secrets_never_show_in_reprs_or_dumps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TESSERA_ADMIN_TOKEN", "a" * 40)
     monkeypatch.setenv("TESSERA_METRICS_TOKEN", "m" * 40)
