@@ -120,10 +120,16 @@ class GoogleSyncStore:
         await self._write(finish)
         return matched == 1
 
-    async def failed(self, pass_id: str, token: str, error: str, retry_at: datetime) -> None:
-        await self._write(
-            lambda session: self.passes.update_one(
-                {"_id": pass_id, "google_lease_owner": token},
+    async def failed(self, record: PassRecord, token: str, error: str, retry_at: datetime) -> None:
+        """The version sent failed: `failing`, tried again at `retry_at`. When the pass changed
+        meanwhile, its new version is due as its command marked it (now): the lease alone is
+        given back, not the old version's error and backoff (a void or a redaction waited up
+        to the backoff's 300 s, labelled with an error it never met)."""
+        lease = {"google_lease_owner": "", "google_lease_until": ""}
+
+        async def record_failure(session: AsyncClientSession) -> None:
+            done = await self.passes.update_one(
+                {"_id": record.id, "google_lease_owner": token, "version": record.version},
                 {
                     "$set": {
                         "google_status": "failing",
@@ -131,11 +137,18 @@ class GoogleSyncStore:
                         "google_sync_due": retry_at,
                     },
                     "$inc": {"google_attempts": 1},
-                    "$unset": {"google_lease_owner": "", "google_lease_until": ""},
+                    "$unset": lease,
                 },
                 session=session,
             )
-        )
+            if not done.matched_count:
+                await self.passes.update_one(
+                    {"_id": record.id, "google_lease_owner": token},
+                    {"$unset": lease},
+                    session=session,
+                )
+
+        await self._write(record_failure)
 
     async def _write(self, write: Callable[[AsyncClientSession], Awaitable[object]]) -> bool:
         """A write to passes or classes, which commands change in transactions: in a
@@ -270,26 +283,32 @@ class GoogleSyncer:
             log.error("pass %s: its template %s is missing", record.id, record.template_id)
             return
         design = Design.from_stored(template.design)
+        deadline = self._lease.total_seconds() / 2
         try:
-            await self._ensure_class(template)
-            digest = await sync_object(
-                self._artifacts.google,
-                template,
-                record,
-                logo_url=self._artifacts.logo_url(template, design),
-            )
-        except GoogleWalletError as exc:
+            # Within half the lease: a step still under way when its lease ran out could land
+            # its version at Google after another replica's newer one (several calls of 10 s
+            # each, a token refresh included, outlast a 60 s lease).
+            async with asyncio.timeout(deadline):
+                await self._ensure_class(template)
+                digest = await sync_object(
+                    self._artifacts.google,
+                    template,
+                    record,
+                    logo_url=self._artifacts.logo_url(template, design),
+                )
+        except (GoogleWalletError, TimeoutError) as exc:
             delay = self.retry_delay(claimed.attempts)
+            error = str(exc) or f"no answer from Google within {deadline:g} s"
             log.warning(
                 "Google Wallet did not take pass %s (attempt %d, next in %.0f s): %s",
                 record.id,
                 claimed.attempts + 1,
                 delay,
-                exc,
+                error,
             )
             GOOGLE_SYNCS.labels(outcome="failed").inc()
             retry_at = self._clock.now() + timedelta(seconds=delay)
-            await self._store.failed(record.id, lease.token, str(exc), retry_at)
+            await self._store.failed(record, lease.token, error, retry_at)
             self._poller.wake(delay)
             return
         GOOGLE_SYNCS.labels(outcome="synced").inc()

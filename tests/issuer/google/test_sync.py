@@ -3,6 +3,7 @@ HTTP): passes marked by their commands are upserted after the commit, a class on
 version, failures are recorded on the pass and retried, a pass changed meanwhile is synced again.
 """
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -131,3 +132,79 @@ async def test_a_pass_changed_during_its_sync_is_synced_again_at_its_new_version
         await service.handle(update)
     await _synced(repo, issued.id, 4)
     assert "C3" in str(fake_google.object_of(issued.id))
+
+
+async def test_a_failure_of_an_older_version_leaves_the_newer_one_due(
+    repo: IssuerRepository, synced_artifacts: WalletArtifacts
+) -> None:
+    """A worker's sync of version 1 fails after the pass was voided or redacted (version 2):
+    the failure's backoff (up to 300 s) and error went onto version 2, which waited for it.
+    Version 2 stays due now, as its command marked it, under no lease."""
+    store = GoogleSyncStore(repo.db)
+    await store.ensure_indexes()
+    service = IssuerService(repo, synced_artifacts, SystemClock(), lambda: None)
+    template = await service.handle(template_command("test"))
+    assert isinstance(template, TemplateRecord)
+    issued = await service.handle(
+        CreatePass(**command_base("test"), template_id=template.id, field_values={})
+    )
+    assert isinstance(issued, PassRecord)
+    now = datetime.now(UTC)
+    (claimed,) = await store.claim(now, now + timedelta(seconds=60), "worker-1", 10)
+    assert claimed.record.version == 1
+    await service.handle(
+        UpdatePass(**command_base("test"), pass_id=issued.id, field_values={"seat": "Z9"})
+    )
+
+    await store.failed(claimed.record, "worker-1", "Google said 503", now + timedelta(seconds=300))
+
+    doc = await _stored(repo, issued.id)
+    assert doc["version"] == 2
+    assert doc["google_status"] == "pending"
+    assert doc["google_sync_due"] <= now + timedelta(seconds=5)
+    assert "google_lease_owner" not in doc
+    assert doc.get("google_error") is None
+    (again,) = await store.claim(datetime.now(UTC), now + timedelta(seconds=60), "worker-2", 10)
+    assert again.record.version == 2
+
+
+async def test_a_step_that_outlasts_half_its_lease_gives_up_and_is_retried(
+    repo: IssuerRepository, synced_artifacts: WalletArtifacts, fake_google: FakeGoogle
+) -> None:
+    """A step with no deadline could still be sending a version when its lease ran out and
+    another replica sent a newer one: the older could land at Google last and stay there,
+    marked synced. A step now gives up within half its lease, and is tried again."""
+    store = GoogleSyncStore(repo.db)
+    await store.ensure_indexes()
+    worker = GoogleSyncer(
+        store,
+        repo,
+        synced_artifacts,
+        SystemClock(),
+        concurrency=1,
+        lease_seconds=1.0,
+        poll_seconds=0.1,
+        retry_max_seconds=0.2,
+    )
+    service = IssuerService(repo, synced_artifacts, SystemClock(), worker.wake)
+    template = await service.handle(template_command("test"))
+    assert isinstance(template, TemplateRecord)
+    fake_google.delay_seconds = 1.0  # every call outlasts the deadline of 0.5 s
+    worker.start()
+    try:
+        issued = await service.handle(
+            CreatePass(**command_base("test"), template_id=template.id, field_values={})
+        )
+        assert isinstance(issued, PassRecord)
+
+        async def failing() -> dict[str, Any] | None:
+            doc = await _stored(repo, issued.id)
+            return doc if doc.get("google_status") == "failing" else None
+
+        doc = await poll_async(failing, message="the step given up")
+        assert doc["google_error"] == "no answer from Google within 0.5 s"
+        fake_google.delay_seconds = 0.0
+        await _synced(repo, issued.id, 1)
+    finally:
+        fake_google.delay_seconds = 0.0
+        await worker.stop()
