@@ -187,6 +187,9 @@ class GoogleSyncStore:
             session=session,
         )
 
+    async def class_due_again(self, template: TemplateRecord, now: datetime) -> None:
+        await self._write(lambda session: self.mark_class_due(template, now, session))
+
     async def classes_due(self, now: datetime, limit: int) -> list[dict[str, Any]]:
         cursor = self.classes.find({"due": {"$lte": now}}).sort("due", ASCENDING)
         return [doc async for doc in cursor.limit(limit)]
@@ -330,3 +333,9 @@ class GoogleSyncer:
         logo_url = self._artifacts.logo_url(template, design)
         await sync_template(self._artifacts.google, template, logo_url=logo_url)
         self._classes[template.id] = template.design_version
+        # Class upserts are not leased: another replica may have sent a newer design version
+        # while this one travelled, and this one may have landed last. A design newer than the
+        # one sent, once this landed, makes the class due again (the newer design is sent).
+        current = await self._repo.template(template.account_id, template.mode, template.id)
+        if current is not None and current.design_version > template.design_version:
+            await self._store.class_due_again(current, self._clock.now())

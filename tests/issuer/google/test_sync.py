@@ -208,3 +208,39 @@ async def test_a_step_that_outlasts_half_its_lease_gives_up_and_is_retried(
     finally:
         fake_google.delay_seconds = 0.0
         await worker.stop()
+
+
+async def test_a_class_that_may_have_landed_after_a_newer_design_is_due_again(
+    repo: IssuerRepository, synced_artifacts: WalletArtifacts, fake_google: FakeGoogle
+) -> None:
+    """Class upserts are not leased: a replica sending design 1 while another sends design 2
+    could land last, and Google kept design 1 while the store counted 2 as synced. Once a
+    class lands, a newer design of its template makes it due again."""
+    store = GoogleSyncStore(repo.db)
+    await store.ensure_indexes()
+    worker = GoogleSyncer(
+        store,
+        repo,
+        synced_artifacts,
+        SystemClock(),
+        concurrency=1,
+        lease_seconds=30,
+        poll_seconds=0.1,
+        retry_max_seconds=0.2,
+    )
+    service = IssuerService(repo, synced_artifacts, SystemClock(), lambda: None)
+    first = await service.handle(template_command("test"))
+    assert isinstance(first, TemplateRecord)
+    design = {**first.design, "description": "Moved to Hall B"}
+    second = await service.handle(
+        UpdateTemplate(**command_base("test"), template_id=first.id, design=design)
+    )
+    assert isinstance(second, TemplateRecord)
+    await repo.db["google_classes"].delete_many({})  # the design change's own mark, taken
+
+    await worker._upsert_class(first)  # the slower replica's design 1, landing last
+
+    (due,) = await store.classes_due(datetime.now(UTC) + timedelta(seconds=1), 10)
+    assert due["_id"] == first.id
+    await worker._sync_due_classes()
+    assert any("Moved to Hall B" in str(stored) for stored in fake_google.classes.values())
