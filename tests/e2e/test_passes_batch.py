@@ -130,6 +130,34 @@ def test_a_batch_or_import_retried_with_its_defaults_spelled_out_is_the_same_req
         assert ok(again, 202)["id"] == job["id"]
 
 
+def test_rows_no_store_could_hold_fail_alone_in_a_batch_and_an_import(stack: Stack) -> None:
+    """A row with a lone surrogate in a key, or nested deeper than pydantic dumps (256), was
+    refused by its row check, then the request's fingerprint dumped the raw rows: 500."""
+    surrogate = {"metadata": {"\ud800": 1}}
+    deep: dict[str, Any] = {"metadata": {"a": json.loads("[" * 255 + "]" * 255)}}
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        good = _rows(template["id"], 1)[0]
+        rows = [good, {**good, **surrogate}, {**good, **deep}]
+        # As JSON writes it (\ud800 escaped): httpx2 encodes UTF-8, which has no lone surrogate.
+        json_type = {"Content-Type": "application/json"}
+        sent = json.dumps({"passes": rows})
+        answer = ok(client.post("/v1/passes/batch", content=sent, headers=json_type))
+        assert [(r["status"], r.get("error", {}).get("param")) for r in answer["data"]] == [
+            (201, None),
+            (400, "metadata"),
+            (400, "metadata"),
+        ]
+        body = {
+            "type": "import_passes",
+            "template_id": template["id"],
+            "rows": [{"holder_name": "Guest", **extra} for extra in ({}, surrogate, deep)],
+        }
+        job = ok(client.post("/v1/jobs", content=json.dumps(body), headers=json_type), 202)
+        assert job["total"] == 3
+
+
 def test_rows_past_the_quota_answer_402_each(stack: Stack) -> None:
     account = stack.new_account(plan="paid")
     with stack.client(headers=account.headers()) as client:

@@ -113,7 +113,9 @@ async def create_passes(
                 )
         return BatchObject(data=answers, bundle=bundle)
 
-    data = {**body.model_dump(mode="json"), "passes": sent}
+    # The rows as checked, not dumped again: a refused row may hold what no dump takes (a lone
+    # surrogate in a key, a nesting past pydantic's serialisation depth): each was a 500.
+    data = {"bundle": body.bundle, "passes": sent}
     scope = Scope.of(principal)
     return await idempotent_response(
         ctx, scope, request, idempotency_key, data, produce, admit=units.admission()
