@@ -73,6 +73,7 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await repo.ensure_indexes()
+        await repo.backfill_pass_ids_once()
         await operations.ensure_indexes()
         sender = Sender(
             timeout_seconds=settings.timeout_seconds,

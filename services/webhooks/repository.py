@@ -1,7 +1,6 @@
 """Every MongoDB call of the webhooks service: subscriptions and their deliveries."""
 
 import json
-import re
 import secrets
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
@@ -16,6 +15,8 @@ from shared.mongo import Database, duplicates_only
 from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
+# The `webhooks_migrations` entry of the deliveries' pass_id backfill.
+BACKFILL_MIGRATION = "delivery_pass_id"
 # What inserting a webhook came to: stored; beaten by a replay of the same create command; or
 # beaten to its slot by another create of the same account and mode.
 Inserted = Literal["inserted", "duplicate_command", "slot_taken"]
@@ -26,6 +27,7 @@ class WebhookRepository:
         self.webhooks = db["webhooks"]
         self.deliveries = db["webhook_deliveries"]
         self.processed = db["webhook_commands"]
+        self.migrations = db["webhooks_migrations"]
 
     async def ensure_indexes(self) -> None:
         scope = [("account_id", ASCENDING), ("mode", ASCENDING)]
@@ -182,17 +184,51 @@ class WebhookRepository:
             return [record for index, record in enumerate(records) if index not in refused]
         return list(records)
 
+    async def backfill_pass_ids_once(self) -> int:
+        """Give deliveries stored before they had `pass_id` theirs, from their body, once
+        (recorded in `webhooks_migrations`): a redaction finds a pass's deliveries by that
+        index; it looked for these by a regex over every body, a scan of the whole collection
+        inline in the fan-out. Each replica starting at once goes on until none is left, so
+        the one that records it done has seen it done. How many it changed."""
+        if await self.migrations.find_one({"_id": BACKFILL_MIGRATION}) is not None:
+            return 0
+        updated = 0
+        while True:
+            missing = self.deliveries.find({"pass_id": {"$exists": False}}, {"payload": 1})
+            batch = [doc async for doc in missing.limit(500)]
+            if not batch:
+                break
+            writes = [
+                UpdateOne(
+                    {"_id": doc["_id"], "pass_id": {"$exists": False}},
+                    {"$set": {"pass_id": _pass_id_in(doc.get("payload"))}},
+                )
+                for doc in batch
+            ]
+            updated += (await self.deliveries.bulk_write(writes, ordered=False)).modified_count
+        await self.migrations.update_one(
+            {"_id": BACKFILL_MIGRATION},
+            {"$setOnInsert": {"completed_at": datetime.now(UTC), "updated": updated}},
+            upsert=True,
+        )
+        return updated
+
     async def erase_pass_copies(
         self, account_id: str, mode: str, pass_id: str, kept_event_id: str
     ) -> int:
         """Erase a redacted pass's personal data from the bodies of its deliveries (kept in
         the history, and sent again by a retry or a resend), their event metadata, and the
         answers receivers gave; all but the redaction's own deliveries. How many changed."""
-        scope = {"account_id": account_id, "mode": mode, "event_id": {"$ne": kept_event_id}}
-        # Deliveries stored before `pass_id` existed are found by the id in their body.
-        legacy = {"pass_id": {"$exists": False}, "payload": {"$regex": re.escape(pass_id)}}
+        # By the `pass_id` index (deliveries stored before it existed got theirs at a start:
+        # backfill_pass_ids_once).
         cursor = self.deliveries.find(
-            {**scope, "$or": [{"pass_id": pass_id}, legacy]}, {"payload": 1}
+            {
+                "pass_id": pass_id,
+                "account_id": account_id,
+                "mode": mode,
+                "event_id": {"$ne": kept_event_id},
+            },
+            {"payload": 1},
         )
         erased = 0
         async for doc in cursor:
@@ -367,3 +403,13 @@ def _scheduled_due(now: datetime) -> dict[str, Any]:
 def _unleased(now: datetime) -> dict[str, Any]:
     """No live lease: none, or an expired one (a dead replica's, taken over)."""
     return {"lease_until": {"$not": {"$gte": now}}}
+
+
+def _pass_id_in(payload: object) -> str | None:
+    """The pass a delivery's body is about (`data.pass.id`), or None."""
+    try:
+        body = json.loads(payload) if isinstance(payload, str) else {}
+    except ValueError:
+        return None
+    found = body.get("data", {}).get("pass", {}).get("id") if isinstance(body, dict) else None
+    return found if isinstance(found, str) else None
