@@ -14,7 +14,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
-from shared.mongo import Database, Document, unjournaled
+from shared.mongo import Database, Document, drop_index_if_present, unjournaled
 from shared.outbox import Outbox
 from shared.pagination import Page, PageRequest, fetch_page
 from shared.redaction import erase_pass_data
@@ -37,6 +37,9 @@ class ApiRepository:
     async def ensure_indexes(self) -> None:
         await self._keys.create_index("hash", unique=True)
         await self._keys.create_index([("account_id", ASCENDING), ("_id", DESCENDING)])
+        # Replaced by the one above (which serves every query it did); an index costs every
+        # write of its collection.
+        await drop_index_if_present(self._keys, "account_id_1")
         await self._idempotency.create_index("expires_at", expireAfterSeconds=0)
         await self._rate_windows.create_index("expires_at", expireAfterSeconds=0)
         await self._usage.create_index("expires_at", expireAfterSeconds=0)
