@@ -7,6 +7,9 @@ say it, and Apple Wallet, passkit-generator and pass-js all refuse a pass that d
 """
 
 import datetime
+from typing import Annotated
+
+from pydantic import AwareDatetime, BeforeValidator
 
 _MINUTE = datetime.timedelta(minutes=1)
 _MAX_OFFSET_MINUTES = 23 * 60 + 59
@@ -75,3 +78,16 @@ def w3c_date(value: datetime.datetime) -> str:
         minutes = max(-_MAX_OFFSET_MINUTES, min(_MAX_OFFSET_MINUTES, minutes))
         value = value.replace(tzinfo=datetime.timezone(datetime.timedelta(minutes=minutes)))
     return value.isoformat(timespec="seconds")
+
+
+def _written_as_text(value: object) -> object:
+    """A date-time arrives as ISO 8601 text (or as a datetime, read back from the store): a
+    number or a boolean is refused, where pydantic's lax mode read 0 as 1970-01-01 and
+    stored it."""
+    if isinstance(value, str | datetime.datetime):
+        return value
+    raise ValueError("must be an ISO 8601 date-time string with a time zone (Z or +hh:mm)")
+
+
+# An aware date-time a client must write as text.
+IsoDateTime = Annotated[AwareDatetime, BeforeValidator(_written_as_text)]

@@ -12,13 +12,16 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
     StringConstraints,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from shared.dates import date_text_problem, offset_problem
+from shared.dates import IsoDateTime, date_text_problem, offset_problem
 from shared.design_event import Event
 from shared.design_images import (
     IMAGE_MAX_POINTS,
@@ -138,11 +141,11 @@ class DesignField(_Strict):
         "`short`, `medium`, `long` or `full`.",
     )
     time_style: DateStyle | None = Field(None, description="The same, for the time of day.")
-    ignores_time_zone: bool | None = Field(
+    ignores_time_zone: StrictBool | None = Field(
         None,
         description="Show the date and time as given, not in the viewer's zone (date fields only).",
     )
-    is_relative: bool | None = Field(
+    is_relative: StrictBool | None = Field(
         None, description='Show the date relative to now, e.g. "in 2 days" (date fields only).'
     )
     number_style: NumberStyle | None = Field(
@@ -270,9 +273,9 @@ class Barcode(_Strict):
 
 
 class Location(_Strict):
-    latitude: float = Field(ge=-90, le=90, description="Degrees, -90 to 90.")
-    longitude: float = Field(ge=-180, le=180, description="Degrees, -180 to 180.")
-    altitude: float | None = Field(default=None, ge=-1000, le=100_000, description="Meters.")
+    latitude: StrictFloat = Field(ge=-90, le=90, description="Degrees, -90 to 90.")
+    longitude: StrictFloat = Field(ge=-180, le=180, description="Degrees, -180 to 180.")
+    altitude: StrictFloat | None = Field(default=None, ge=-1000, le=100_000, description="Meters.")
     relevant_text: str | None = Field(
         default=None,
         min_length=1,
@@ -284,10 +287,10 @@ class Location(_Strict):
 class RelevantWindow(_Strict):
     """A time window in which Wallet shows the pass (pass.json `relevantDates`, iOS 18)."""
 
-    start_date: AwareDatetime = Field(
+    start_date: IsoDateTime = Field(
         description="Start of the window: ISO 8601 date-time with a time zone (`Z` or `+hh:mm`)."
     )
-    end_date: AwareDatetime = Field(
+    end_date: IsoDateTime = Field(
         description="End of the window, after its start: ISO 8601 date-time with a time "
         "zone (`Z` or `+hh:mm`)."
     )
@@ -343,12 +346,12 @@ class Design(_Strict):
     source_language: LanguageCode = Field(
         default="en", description="The language the design's own strings are written in."
     )
-    expiration_date: AwareDatetime | None = Field(
+    expiration_date: IsoDateTime | None = Field(
         None,
         description="When Wallet shows the pass as expired: ISO 8601 date-time with a time "
         "zone (`Z` or `+hh:mm`).",
     )
-    relevant_date: AwareDatetime | None = Field(
+    relevant_date: IsoDateTime | None = Field(
         None,
         description="When the pass is relevant (shown on the lock screen): ISO 8601 "
         "date-time with a time zone (`Z` or `+hh:mm`).",
@@ -363,17 +366,19 @@ class Design(_Strict):
         max_length=MAX_LOCATIONS,
         description="Up to 10 places where the pass is relevant.",
     )
-    max_distance: int | None = Field(default=None, gt=0, le=100_000, description="Meters.")
+    max_distance: StrictInt | None = Field(default=None, gt=0, le=100_000, description="Meters.")
     grouping_identifier: str | None = Field(
         default=None,
         min_length=1,
         max_length=100,
         description="Groups passes in Wallet; eventTicket and boardingPass only.",
     )
-    suppress_strip_shine: bool | None = Field(
+    suppress_strip_shine: StrictBool | None = Field(
         None, description="true turns off the shine on the strip image (older iOS)."
     )
-    sharing_prohibited: bool | None = Field(None, description="true hides Wallet's share button.")
+    sharing_prohibited: StrictBool | None = Field(
+        None, description="true hides Wallet's share button."
+    )
     event: Event | None = Field(
         default=None, description="The event of a type event / eventTicket template."
     )

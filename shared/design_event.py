@@ -17,6 +17,8 @@ from pydantic import (
     EmailStr,
     Field,
     HttpUrl,
+    StrictBool,
+    StrictFloat,
     StringConstraints,
     TypeAdapter,
     ValidationInfo,
@@ -24,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from shared.dates import offset_problem
+from shared.dates import IsoDateTime, offset_problem
 from shared.design_images import is_stored
 
 EventType = Literal[
@@ -93,10 +95,10 @@ class Venue(_Strict):
     )
     region: Text | None = Field(default=None, description="e.g. `Venice, Italy`.")
     room: Text | None = Field(default=None, description="e.g. `Main Stage`.")
-    latitude: float | None = Field(
+    latitude: StrictFloat | None = Field(
         default=None, ge=-90, le=90, description="Degrees; with `longitude`."
     )
-    longitude: float | None = Field(
+    longitude: StrictFloat | None = Field(
         default=None, ge=-180, le=180, description="Degrees; with `latitude`."
     )
     phone_number: str | None = Field(
@@ -164,11 +166,11 @@ class Event(_Strict):
         description="`generic`, `live_performance`, `movie`, `sports`, `conference`, "
         "`convention`, `workshop` or `social_gathering`.",
     )
-    starts_at: AwareDatetime = Field(
+    starts_at: IsoDateTime = Field(
         description="When it starts: ISO 8601 date-time with a time zone (`Z` or `+hh:mm`)."
     )
-    ends_at: AwareDatetime | None = Field(None, description="When it ends, after it starts.")
-    doors_open_at: AwareDatetime | None = Field(
+    ends_at: IsoDateTime | None = Field(None, description="When it ends, after it starts.")
+    doors_open_at: IsoDateTime | None = Field(
         None, description="When the doors open, not after it starts."
     )
     venue: Venue | None = Field(None, description="Where it takes place.")
@@ -178,7 +180,7 @@ class Event(_Strict):
     home_team: Team | None = Field(None, description="A sports event's home team.")
     away_team: Team | None = Field(None, description="A sports event's away team.")
     seat_fields: SeatFields | None = Field(None, description="Which design fields hold the seat.")
-    poster: bool = Field(
+    poster: StrictBool = Field(
         default=False, description="iOS 18 poster event ticket; older iOS shows the classic one."
     )
     logo_text: Text | None = Field(default=None, description="Beside the poster ticket's logo.")

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from pydantic import (
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -19,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from shared.dates import IsoDateTime
 from shared.errors import InvalidRequest
 
 OnLimit = Literal["mark_used", "keep"]
@@ -51,8 +51,8 @@ class RedemptionInput(BaseModel):
         description="Accepted scans per pass; null for unlimited. Default 1 for event and "
         "coupon templates, null for the others.",
     )
-    valid_from: AwareDatetime | None = Field(None, description="ISO 8601 with an offset.")
-    valid_until: AwareDatetime | None = Field(None, description="ISO 8601 with an offset.")
+    valid_from: IsoDateTime | None = Field(None, description="ISO 8601 with an offset.")
+    valid_until: IsoDateTime | None = Field(None, description="ISO 8601 with an offset.")
     on_limit: OnLimit = Field(
         "mark_used", description="What the last allowed scan does to the wallet copy."
     )

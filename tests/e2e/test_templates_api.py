@@ -153,6 +153,45 @@ def test_create_with_a_bad_design_is_400_with_the_dotted_path(
     )
 
 
+@pytest.mark.parametrize(
+    ("design_overrides", "param"),
+    [
+        ({"expiration_date": 0}, "design.expiration_date"),
+        ({"relevant_date": 1_700_000_000}, "design.relevant_date"),
+        ({"sharing_prohibited": "yes"}, "design.sharing_prohibited"),
+        ({"suppress_strip_shine": 1}, "design.suppress_strip_shine"),
+        ({"max_distance": "100"}, "design.max_distance"),
+        ({"locations": [{"latitude": "48.5", "longitude": 2.0}]}, "design.locations.0.latitude"),
+        ({"locations": [{"latitude": 48.5, "longitude": True}]}, "design.locations.0.longitude"),
+        (
+            {"relevant_dates": [{"start_date": 0, "end_date": "2031-05-06T20:00:00Z"}]},
+            "design.relevant_dates.0.start_date",
+        ),
+    ],
+)
+def test_a_design_value_of_the_wrong_type_is_400_not_coerced(
+    client: httpx2.Client, design_overrides: dict[str, Any], param: str
+) -> None:
+    """pydantic's lax mode read 0 as 1970-01-01T00:00:00Z, "yes" as true, "100" as 100 and
+    true as 1.0, and stored them: a client's mistake became a pass that expired in 1970."""
+    assert_error(
+        client.post("/v1/templates", json=template_body(design=design(**design_overrides))),
+        400,
+        "invalid_request_error",
+        param=param,
+    )
+
+
+def test_a_redemption_date_written_as_a_number_is_400(client: httpx2.Client) -> None:
+    body = template_body(design=design(), redemption={"valid_from": 0})
+    assert_error(
+        client.post("/v1/templates", json=body),
+        400,
+        "invalid_request_error",
+        param="redemption.valid_from",
+    )
+
+
 def test_design_without_organization_name_is_400(client: httpx2.Client) -> None:
     bad = design()
     del bad["organization_name"]
