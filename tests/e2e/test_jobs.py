@@ -463,7 +463,8 @@ def test_a_retry_of_an_upload_cut_short_finishes_it_after_the_template_is_archiv
         now = datetime.now(UTC)
         mongo: MongoClient[dict[str, Any]]
         with MongoClient(stack.mongo_url) as mongo:
-            mongo[stack.database]["idempotency_keys"].insert_one(
+            db: Database[dict[str, Any]] = mongo[stack.database]
+            db["idempotency_keys"].insert_one(
                 {
                     "_id": _record_id(Scope(account.id, "test"), key),
                     "account_id": account.id,
