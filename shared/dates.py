@@ -7,11 +7,14 @@ say it, and Apple Wallet, passkit-generator and pass-js all refuse a pass that d
 """
 
 import datetime
+import re
 from typing import Annotated
 
 from pydantic import AwareDatetime, BeforeValidator
 
 _MINUTE = datetime.timedelta(minutes=1)
+# Text pydantic would read as seconds since 1970.
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\Z")
 _MAX_OFFSET_MINUTES = 23 * 60 + 59
 
 
@@ -82,10 +85,12 @@ def w3c_date(value: datetime.datetime) -> str:
 
 def _written_as_text(value: object) -> object:
     """A date-time arrives as ISO 8601 text (or as a datetime, read back from the store): a
-    number or a boolean is refused, where pydantic's lax mode read 0 as 1970-01-01 and
-    stored it."""
-    if isinstance(value, str | datetime.datetime):
+    number, a boolean or numeric text is refused, where pydantic's lax mode read 0 and "0"
+    as 1970-01-01 and stored it."""
+    if isinstance(value, datetime.datetime):
         return value
+    if isinstance(value, str) and not _NUMBER.match(value):
+        return value  # pydantic reads it, or says why not
     raise ValueError("must be an ISO 8601 date-time string with a time zone (Z or +hh:mm)")
 
 

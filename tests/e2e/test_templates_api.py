@@ -158,6 +158,7 @@ def test_create_with_a_bad_design_is_400_with_the_dotted_path(
     [
         ({"expiration_date": 0}, "design.expiration_date"),
         ({"relevant_date": 1_700_000_000}, "design.relevant_date"),
+        ({"expiration_date": "0"}, "design.expiration_date"),  # text, but no ISO 8601
         ({"sharing_prohibited": "yes"}, "design.sharing_prohibited"),
         ({"suppress_strip_shine": 1}, "design.suppress_strip_shine"),
         ({"max_distance": "100"}, "design.max_distance"),
