@@ -17,6 +17,7 @@ from shared.redaction import erase_pass_data
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 # The `webhooks_migrations` entry of the deliveries' pass_id backfill.
 BACKFILL_MIGRATION = "delivery_pass_id"
+BACKFILL_BATCH = 500
 # What inserting a webhook came to: stored; beaten by a replay of the same create command; or
 # beaten to its slot by another create of the same account and mode.
 Inserted = Literal["inserted", "duplicate_command", "slot_taken"]
@@ -193,25 +194,36 @@ class WebhookRepository:
         if await self.migrations.find_one({"_id": BACKFILL_MIGRATION}) is not None:
             return 0
         updated = 0
+        # One pass over the collection (no index serves "has no pass_id"), writing as it goes;
+        # a second finds what a replica of an older release stored meanwhile, if anything.
         while True:
-            missing = self.deliveries.find({"pass_id": {"$exists": False}}, {"payload": 1})
-            batch = [doc async for doc in missing.limit(500)]
-            if not batch:
-                break
-            writes = [
-                UpdateOne(
-                    {"_id": doc["_id"], "pass_id": {"$exists": False}},
-                    {"$set": {"pass_id": _pass_id_in(doc.get("payload"))}},
+            writes: list[UpdateOne] = []
+            found = 0
+            async for doc in self.deliveries.find({"pass_id": {"$exists": False}}, {"payload": 1}):
+                found += 1
+                writes.append(
+                    UpdateOne(
+                        {"_id": doc["_id"], "pass_id": {"$exists": False}},
+                        {"$set": {"pass_id": _pass_id_in(doc.get("payload"))}},
+                    )
                 )
-                for doc in batch
-            ]
-            updated += (await self.deliveries.bulk_write(writes, ordered=False)).modified_count
+                if len(writes) == BACKFILL_BATCH:
+                    updated += await self._backfilled(writes)
+                    writes = []
+            updated += await self._backfilled(writes)
+            if not found:
+                break
         await self.migrations.update_one(
             {"_id": BACKFILL_MIGRATION},
             {"$setOnInsert": {"completed_at": datetime.now(UTC), "updated": updated}},
             upsert=True,
         )
         return updated
+
+    async def _backfilled(self, writes: list[UpdateOne]) -> int:
+        if not writes:
+            return 0
+        return (await self.deliveries.bulk_write(writes, ordered=False)).modified_count
 
     async def erase_pass_copies(
         self, account_id: str, mode: str, pass_id: str, kept_event_id: str

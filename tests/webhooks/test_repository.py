@@ -4,6 +4,9 @@ every body of the collection (which ran inline in the fan-out)."""
 
 import json
 
+import pytest
+
+from services.webhooks import repository
 from services.webhooks.repository import WebhookRepository
 from shared.ids import new_id
 from tests.webhooks.records import delivery
@@ -17,8 +20,9 @@ def _legacy(pass_id: str, holder: str) -> dict[str, object]:
 
 
 async def test_deliveries_without_a_pass_id_get_theirs_once_and_redaction_finds_them(
-    repo: WebhookRepository,
+    repo: WebhookRepository, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(repository, "BACKFILL_BATCH", 1)  # written as it reads, batch by batch
     mine, other = new_id("pass"), new_id("pass")
     await repo.deliveries.insert_many([_legacy(mine, "Ann Holder"), _legacy(other, "Bo Other")])
 
