@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pymongo.errors import ConnectionFailure
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.api.errors import STORE_UNAVAILABLE
 from services.api.limits import RequestLimits, request_limits_var
 from services.api.rendering import error_body
 from shared.errors import ApiError, InternalError, PayloadTooLarge, UnsupportedMediaType
@@ -93,7 +95,9 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
-            error = await self._unauthorized_upload(scope) or self._refuse(scope)
+            # The documented order: 415/413 from the headers, then the key (the import routes),
+            # then the body.
+            error = self._refuse(scope) or await self._unauthorized_upload(scope)
             if error is not None:
                 await _send_error(send_with_id, scope["path"], error)
                 return
@@ -127,7 +131,8 @@ class RequestContextMiddleware:
         return self.max_body_bytes if rule is None else rule.max_bytes
 
     async def _unauthorized_upload(self, scope: Scope) -> ApiError | None:
-        if self.uploader is None or scope["method"] not in _BODY_METHODS:
+        # POST only: another method on these paths answers 405 from the router, as documented.
+        if self.uploader is None or scope["method"] != "POST":
             return None
         if self._max_bytes(scope) <= self.max_body_bytes:
             return None
@@ -135,6 +140,9 @@ class RequestContextMiddleware:
             await self.uploader(scope)
         except ApiError as exc:
             return exc
+        except ConnectionFailure as exc:  # answered as the app answers it (errors.py)
+            log.warning("MongoDB unavailable: %s", type(exc).__name__)
+            return STORE_UNAVAILABLE
         return None
 
     def _refuse(self, scope: Scope) -> ApiError | None:

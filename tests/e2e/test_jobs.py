@@ -333,6 +333,21 @@ def test_a_stranger_is_refused_before_an_import_body_is_read(stack: Stack, path:
     assert answer.startswith(b"HTTP/1.1 401"), answer
 
 
+def test_the_import_routes_keep_the_documented_order_of_checks(stack: Stack) -> None:
+    """405 and 415 (and 413 from Content-Length, the same check as 415) come before the key check, as on every route
+    (docs/api-decisions.md, the order of the checks); the early key check of the import
+    routes answered 401 to them."""
+    with stack.client(headers={"Authorization": "Bearer sk_test_nope"}) as stranger:
+        assert stranger.patch("/v1/jobs", json={}).status_code == 405
+        wrong_type = stranger.post(
+            "/v1/jobs/import_passes",
+            params={"template_id": "tmpl_x"},
+            content=b"seat\nA1\n",
+            headers={"Content-Type": "text/plain"},
+        )
+        assert_error(wrong_type, 415, "invalid_request_error", None, "unsupported_media_type")
+
+
 def test_jobs_are_listed_with_filters_and_cursors_and_scoped_to_the_account(stack: Stack) -> None:
     account, other = stack.new_account(), stack.new_account()
     with stack.client(headers=account.headers()) as client:
