@@ -22,6 +22,10 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 
+# How often a body whose reading this side paused is looked at again.
+PAUSED_RECHECK_SECONDS = 1.0
+
+
 class HeaderDeadlineProtocol(H11Protocol):
     header_timeout_seconds = 10.0
     body_grace_seconds = 10.0
@@ -81,7 +85,13 @@ class HeaderDeadlineProtocol(H11Protocol):
         ):
             return
         if self.flow.read_paused or cycle.waiting_for_100_continue:
-            self._clock_body()  # this side is not reading: the client is not late
+            # This side is not reading: the client is not late. Its clock starts again at the
+            # latest a second after reading resumes (looked at every second meanwhile), so it
+            # always has nearly the whole grace once it can send.
+            self._body_from = self.loop.time()
+            self._body_bytes = 0
+            wait = min(PAUSED_RECHECK_SECONDS, self.body_grace_seconds)
+            self._body_timer = self.loop.call_later(wait, self._check_body)
             return
         allowed = self.body_grace_seconds + self._body_bytes / self.min_body_bytes_per_second
         late = self.loop.time() - self._body_from - allowed
