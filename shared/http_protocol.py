@@ -21,7 +21,6 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
-
 # How often a body whose reading this side paused is looked at again.
 PAUSED_RECHECK_SECONDS = 1.0
 
