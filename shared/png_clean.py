@@ -87,15 +87,20 @@ def clean_png(data: bytes, max_pixels: int = MAX_DECODE_PIXELS) -> bytes:
 
 
 def _scale_colour_key(image: Image.Image, depth: int, colour_type: int) -> None:
-    """Pillow widens 1/2/4-bit grey to 8 bits and narrows 16-bit RGB to 8 bits, but keeps the
-    tRNS colour key as written, at the file's depth: the key then matches no pixel and the
+    """Pillow widens 2/4-bit grey to 8 bits and narrows 16-bit RGB to 8 bits, but keeps the
+    tRNS colour key as written, at the file's depth (1-bit grey stays 1-bit, its key read as 0
+    or 255): the key then matches no pixel and the
     transparency was lost in the re-encoded file. The key is brought to the pixels' depth (for
     16-bit RGB by its high bytes, as Pillow narrows the pixels: a colour within 1/256 of the
     key becomes transparent with it)."""
     key = image.info.get("transparency")
     if key is None:
         return
-    if colour_type == 0 and depth < 8 and isinstance(key, int):
+    if colour_type == 0 and depth == 1 and isinstance(key, int):
+        # Read as mode "1" (0 or 255, the key read as one of them), written back at 1 bit,
+        # where the key must be 0 or 1 (Pillow wrote 255, which matches no 1-bit pixel).
+        image.info["transparency"] = 1 if key else 0
+    elif colour_type == 0 and depth < 8 and isinstance(key, int):
         image.info["transparency"] = key * (255 // (2**depth - 1))
     elif colour_type == 2 and depth == 16 and isinstance(key, tuple):
         image.info["transparency"] = tuple(value >> 8 for value in key)
