@@ -26,6 +26,7 @@ from services.api.limits import (
     reserve_pass,
 )
 from services.api.observed_limit import ObservedEventLimit
+from services.api.pages.save_links import SaveLinks
 from services.api.principals import PrincipalCache
 from services.api.query_params import refuse_unknown_query_params
 from services.api.repository import ApiRepository
@@ -59,6 +60,7 @@ class ApiContext:
     rate_leases: RateLeases
     quota_leases: QuotaLeases
     observed_limit: ObservedEventLimit = field(default_factory=ObservedEventLimit)
+    save_links: SaveLinks = field(default_factory=SaveLinks)
 
     async def record_event(
         self, record: PassRecord, event_type: PassEventType, metadata: dict[str, Any] | None = None

@@ -4,12 +4,15 @@ Buttons per platform, the QR handoff, voided passes, the events each GET records
 bots do not), require_download_link switching both ways, HTML 404s and the security headers.
 """
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+import nats
 import pytest
+from nats.aio.msg import Msg
 from pymongo import MongoClient
 
 from services.api.observed_limit import PER_PASS_PER_MINUTE
@@ -202,6 +205,46 @@ def test_a_pass_fetched_over_and_over_records_at_most_its_cap_of_events(stack: S
     assert (
         PER_PASS_PER_MINUTE <= len(_events(stack, issued, "downloaded")) <= 2 * PER_PASS_PER_MINUTE
     )
+
+
+async def _save_link_queries(stack: Stack, issued: Issued, gets: int) -> tuple[int, str]:
+    """How many times the issuer was asked to sign a save link while the pass's Google
+    redirect was fetched `gets` times (core NATS shows every request on the subject), and
+    the last Location."""
+    asked = 0
+
+    async def count(_: Msg) -> None:
+        nonlocal asked
+        asked += 1
+
+    client = await nats.connect(stack.nats_url)
+    try:
+        await client.subscribe("tessera.issuer.query.google_save_link", cb=count)
+        await client.flush()
+        location = ""
+        for _ in range(gets):
+            response = await asyncio.to_thread(_get, f"{issued.url}/google", ANDROID)
+            assert response.status_code == 302
+            location = response.headers["location"]
+        await client.flush()
+    finally:
+        await client.drain()
+    return asked, location
+
+
+async def test_a_save_link_is_signed_once_a_minute_per_pass_version(stack: Stack) -> None:
+    """Every GET of the public Google redirect had an issuer sign the link (an RSA signature
+    over the object), so anyone with a pass URL could keep the issuers signing: a replica
+    reuses a link of the same pass version for a minute; a new version is signed again."""
+    replicas = len(stack.members("api"))  # they share the port: each signs its own once
+    issued = _issue(stack)
+    asked, _ = await _save_link_queries(stack, issued, gets=4 * replicas)
+    assert 1 <= asked <= replicas
+    with stack.client(headers=issued.account.headers()) as client:
+        path = f"/v1/passes/{issued.pass_['id']}"
+        ok(client.patch(path, json={"field_values": {"seat": "D9"}}))
+    asked, _ = await _save_link_queries(stack, issued, gets=4 * replicas)
+    assert 1 <= asked <= replicas  # the new version signed again, once per replica at most
 
 
 def _issue_more(stack: Stack, issued: Issued) -> dict[str, Any]:

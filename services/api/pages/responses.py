@@ -97,10 +97,31 @@ async def pkpass_response(
 
 
 async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord) -> Response:
-    """302 to the pass's Google Wallet save link, signed now by the issuer (it holds the
-    key), recording the add intent on the way."""
+    """302 to the pass's Google Wallet save link, signed by the issuer (it holds the key) or
+    reused from this replica's minute of links of this pass version (save_links.py),
+    recording the add intent on the way."""
     if record.google_save_url is None:
         return not_found_response(ctx, await ctx.issuer.template_by_id(record.template_id))
+    now = ctx.clock.now()
+    url = ctx.save_links.get(record.id, record.version, now)
+    if url is None:
+        url = await _signed_save_link(ctx, record)
+        if url is None:
+            # The issuer signs no link for it (live Google credentials removed since it was
+            # issued): the 404 page, as for a pass without Google Wallet.
+            return not_found_response(ctx, await ctx.issuer.template_by_id(record.template_id))
+        ctx.save_links.put(record.id, record.version, url, now)
+    return RedirectResponse(
+        url,
+        status_code=302,
+        headers=download_headers("no-store"),
+        background=_event(ctx, request, record, "downloaded", {"wallet": "google"}),
+    )
+
+
+async def _signed_save_link(ctx: ApiContext, record: PassRecord) -> str | None:
+    """The pass's save link signed now by the issuer (it holds the key), or None when it
+    signs none."""
     query = SignGoogleSaveLink(
         command_id=new_id("command"),
         account_id=record.account_id,
@@ -111,15 +132,8 @@ async def google_redirect(ctx: ApiContext, request: Request, record: PassRecord)
     try:
         link = await ctx.command(query)
     except NotFound:
-        # The issuer signs no link for it (live Google credentials removed since it was
-        # issued): the 404 page, as for a pass without Google Wallet.
-        return not_found_response(ctx, await ctx.issuer.template_by_id(record.template_id))
-    return RedirectResponse(
-        link.url,
-        status_code=302,
-        headers=download_headers("no-store"),
-        background=_event(ctx, request, record, "downloaded", {"wallet": "google"}),
-    )
+        return None
+    return link.url
 
 
 def not_found_response(ctx: ApiContext, template: TemplateRecord | None = None) -> HTMLResponse:
