@@ -334,9 +334,9 @@ def test_a_stranger_is_refused_before_an_import_body_is_read(stack: Stack, path:
 
 
 def test_the_import_routes_keep_the_documented_order_of_checks(stack: Stack) -> None:
-    """405 and 415 (and 413 from Content-Length, the same check as 415) come before the key check, as on every route
-    (docs/api-decisions.md, the order of the checks); the early key check of the import
-    routes answered 401 to them."""
+    """405 and 415 (and 413 from Content-Length, the same check as 415) come before the key
+    check, as on every route (docs/api-decisions.md, the order of the checks); the early key
+    check of the import routes answered 401 to them."""
     with stack.client(headers={"Authorization": "Bearer sk_test_nope"}) as stranger:
         assert stranger.patch("/v1/jobs", json={}).status_code == 405
         wrong_type = stranger.post(
