@@ -211,9 +211,11 @@ def test_a_second_design_patch_supersedes_a_running_rollout(stack: Stack, tmp_pa
         template = create_template(client)
         passes = _issue(client, template["id"], 400)
         url = f"/v1/templates/{template['id']}"
-        # The second PATCH lands while the first rollout keeps the machine busy: sent as a
-        # careful client sends it, again with its key if the answer says to retry.
-        first = ok(client.patch(url, json={"design": design(description="Moved once")}))
+        # The second PATCH lands while the first rollout keeps the machine busy: both sent as
+        # a careful client sends them, again with the key if the answer says to retry (a
+        # loaded machine timed the first out once: it lists and chunks 400 passes).
+        once = {"design": design(description="Moved once")}
+        first = ok(send_retrying(client, "PATCH", url, once, uuid.uuid4().hex))
         moved = {"design": design(description="Moved twice")}
         second = ok(send_retrying(client, "PATCH", url, moved, uuid.uuid4().hex))
         assert (first["design_version"], second["design_version"]) == (2, 3)

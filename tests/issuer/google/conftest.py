@@ -53,18 +53,29 @@ async def syncer(
     repo: IssuerRepository, synced_artifacts: WalletArtifacts
 ) -> AsyncIterator[GoogleSyncer]:
     """The Google step, running: what commands mark is upserted to the fake Google."""
-    store = GoogleSyncStore(repo.db)
-    await store.ensure_indexes()
-    worker = GoogleSyncer(
-        store,
-        repo,
-        synced_artifacts,
-        SystemClock(),
-        concurrency=4,
-        lease_seconds=30,
-        poll_seconds=0.2,
-        retry_max_seconds=0.2,
-    )
+    worker = await google_syncer(repo, synced_artifacts, concurrency=4)
     worker.start()
     yield worker
     await worker.stop()
+
+
+async def google_syncer(
+    repo: IssuerRepository,
+    artifacts: WalletArtifacts,
+    *,
+    concurrency: int = 1,
+    lease_seconds: float = 30.0,
+) -> GoogleSyncer:
+    """A Google step on the test's store (its indexes made), not started, retrying quickly."""
+    store = GoogleSyncStore(repo.db)
+    await store.ensure_indexes()
+    return GoogleSyncer(
+        store,
+        repo,
+        artifacts,
+        SystemClock(),
+        concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        poll_seconds=0.1,
+        retry_max_seconds=0.2,
+    )

@@ -15,6 +15,7 @@ from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.messages import CreatePass, UpdatePass, UpdateTemplate
 from shared.models import PassRecord, TemplateRecord
+from tests.issuer.google.conftest import google_syncer
 from tests.support.fake_google import FakeGoogle
 from tests.support.issuer import command_base, template_command
 from tests.support.polling import poll_async
@@ -174,18 +175,7 @@ async def test_a_step_that_outlasts_half_its_lease_gives_up_and_is_retried(
     """A step with no deadline could still be sending a version when its lease ran out and
     another replica sent a newer one: the older could land at Google last and stay there,
     marked synced. A step now gives up within half its lease, and is tried again."""
-    store = GoogleSyncStore(repo.db)
-    await store.ensure_indexes()
-    worker = GoogleSyncer(
-        store,
-        repo,
-        synced_artifacts,
-        SystemClock(),
-        concurrency=1,
-        lease_seconds=1.0,
-        poll_seconds=0.1,
-        retry_max_seconds=0.2,
-    )
+    worker = await google_syncer(repo, synced_artifacts, lease_seconds=1.0)
     service = IssuerService(repo, synced_artifacts, SystemClock(), worker.wake)
     template = await service.handle(template_command("test"))
     assert isinstance(template, TemplateRecord)
@@ -217,17 +207,7 @@ async def test_a_class_that_may_have_landed_after_a_newer_design_is_due_again(
     could land last, and Google kept design 1 while the store counted 2 as synced. Once a
     class lands, a newer design of its template makes it due again."""
     store = GoogleSyncStore(repo.db)
-    await store.ensure_indexes()
-    worker = GoogleSyncer(
-        store,
-        repo,
-        synced_artifacts,
-        SystemClock(),
-        concurrency=1,
-        lease_seconds=30,
-        poll_seconds=0.1,
-        retry_max_seconds=0.2,
-    )
+    worker = await google_syncer(repo, synced_artifacts)
     service = IssuerService(repo, synced_artifacts, SystemClock(), lambda: None)
     first = await service.handle(template_command("test"))
     assert isinstance(first, TemplateRecord)
