@@ -166,16 +166,19 @@ def mongo_argv(host: str, port: int, data_dir: Path, command: list[str] | None =
 
 
 def _dies_with(parent: int) -> Callable[[], None] | None:
-    """What the forked child runs before exec: ask for SIGTERM when its parent dies (Linux
-    prctl PR_SET_PDEATHSIG); if the parent died already, before the request, go now."""
+    """What the forked child runs before exec: ask for SIGKILL when its parent dies (Linux
+    prctl PR_SET_PDEATHSIG); if the parent died already, before the request, go now. SIGKILL,
+    not SIGTERM: no launcher is left to escalate after a grace, and a service stopping
+    gracefully beside a NATS and a store that go at the same moment can take longer than
+    anyone waits (seen in CI); every process is built to survive kill -9 (make test-faults)."""
     if not sys.platform.startswith("linux"):
         return None
     libc = ctypes.CDLL(None, use_errno=True)
 
     def request() -> None:
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     return request
 
@@ -188,7 +191,7 @@ def service_argv(name: str) -> list[str]:
 class Child:
     """One child process with its log file; `start` may be called again to restart it.
 
-    With `dies_with_parent` (what `tessera up` starts), the child gets SIGTERM when the process
+    With `dies_with_parent` (what `tessera up` starts), the child gets SIGKILL when the process
     that started it dies, however it dies (Linux's parent-death signal): each child runs in a
     session of its own, so a launcher killed by SIGKILL or the OOM killer, or whose terminal
     closed, left NATS, the store and the services running, holding their ports and data
