@@ -89,10 +89,9 @@ def clean_png(data: bytes, max_pixels: int = MAX_DECODE_PIXELS) -> bytes:
 def _scale_colour_key(image: Image.Image, depth: int, colour_type: int) -> None:
     """Pillow widens 2/4-bit grey to 8 bits and narrows 16-bit RGB to 8 bits, but keeps the
     tRNS colour key as written, at the file's depth (1-bit grey stays 1-bit, its key read as 0
-    or 255): the key then matches no pixel and the
-    transparency was lost in the re-encoded file. The key is brought to the pixels' depth (for
-    16-bit RGB by its high bytes, as Pillow narrows the pixels: a colour within 1/256 of the
-    key becomes transparent with it)."""
+    or 255): the key then matches no pixel and the transparency was lost in the re-encoded
+    file. The key is brought to the pixels' depth (for 16-bit RGB by its high bytes, as Pillow
+    narrows the pixels: a colour within 1/256 of the key becomes transparent with it)."""
     key = image.info.get("transparency")
     if key is None:
         return

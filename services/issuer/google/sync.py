@@ -39,6 +39,8 @@ CLASSES_DUE_PER_CLAIM = 20
 FIRST_RETRY_SECONDS = 1.0
 STOP_GRACE_SECONDS = 5.0
 _ERROR_CHARS = 500
+# A pass's lease of the Google step, as `$unset` takes it.
+_LEASE = {"google_lease_owner": "", "google_lease_until": ""}
 WRITE_ATTEMPTS = 10
 CONFLICT_BACKOFF_SECONDS = 0.02
 
@@ -91,64 +93,61 @@ class GoogleSyncStore:
         """The version sent is the pass's current one: synced (with the `digest` of the object
         sent), lease given back. False (the lease given back alone) when the pass changed
         meanwhile: its new version is due."""
-        lease = {"google_lease_owner": "", "google_lease_until": ""}
-        matched = 0
-
-        async def finish(session: AsyncClientSession) -> None:
-            nonlocal matched
-            done = await self.passes.update_one(
-                {"_id": record.id, "google_lease_owner": token, "version": record.version},
-                {
-                    "$set": {
-                        "google_status": "synced",
-                        "google_sync_due": None,
-                        "google_error": None,
-                        "google_object_digest": digest,
-                    },
-                    "$unset": {**lease, "google_attempts": ""},
+        return await self._outcome(
+            record,
+            token,
+            {
+                "$set": {
+                    "google_status": "synced",
+                    "google_sync_due": None,
+                    "google_error": None,
+                    "google_object_digest": digest,
                 },
-                session=session,
-            )
-            matched = done.matched_count
-            if not matched:
-                await self.passes.update_one(
-                    {"_id": record.id, "google_lease_owner": token},
-                    {"$unset": lease},
-                    session=session,
-                )
-
-        await self._write(finish)
-        return matched == 1
+                "$unset": {**_LEASE, "google_attempts": ""},
+            },
+        )
 
     async def failed(self, record: PassRecord, token: str, error: str, retry_at: datetime) -> None:
         """The version sent failed: `failing`, tried again at `retry_at`. When the pass changed
         meanwhile, its new version is due as its command marked it (now): the lease alone is
         given back, not the old version's error and backoff (a void or a redaction waited up
         to the backoff's 300 s, labelled with an error it never met)."""
-        lease = {"google_lease_owner": "", "google_lease_until": ""}
+        await self._outcome(
+            record,
+            token,
+            {
+                "$set": {
+                    "google_status": "failing",
+                    "google_error": error[:_ERROR_CHARS],
+                    "google_sync_due": retry_at,
+                },
+                "$inc": {"google_attempts": 1},
+                "$unset": _LEASE,
+            },
+        )
 
-        async def record_failure(session: AsyncClientSession) -> None:
+    async def _outcome(self, record: PassRecord, token: str, update: dict[str, Any]) -> bool:
+        """`update` on the pass, under this lease, if it is still at the version sent; else the
+        lease given back alone. Whether the version sent was the current one."""
+        matched = 0
+
+        async def write(session: AsyncClientSession) -> None:
+            nonlocal matched
             done = await self.passes.update_one(
                 {"_id": record.id, "google_lease_owner": token, "version": record.version},
-                {
-                    "$set": {
-                        "google_status": "failing",
-                        "google_error": error[:_ERROR_CHARS],
-                        "google_sync_due": retry_at,
-                    },
-                    "$inc": {"google_attempts": 1},
-                    "$unset": lease,
-                },
+                update,
                 session=session,
             )
-            if not done.matched_count:
+            matched = done.matched_count
+            if not matched:
                 await self.passes.update_one(
                     {"_id": record.id, "google_lease_owner": token},
-                    {"$unset": lease},
+                    {"$unset": _LEASE},
                     session=session,
                 )
 
-        await self._write(record_failure)
+        await self._write(write)
+        return matched == 1
 
     async def _write(self, write: Callable[[AsyncClientSession], Awaitable[object]]) -> bool:
         """A write to passes or classes, which commands change in transactions: in a
