@@ -33,6 +33,7 @@ from services.api.endpoints import (
     templates,
     webhooks,
 )
+from services.api.head import HeadAsGet
 from services.api.idempotency import IdempotencyPolicy
 from services.api.leases import QuotaLeases, RateLeases
 from services.api.middleware import RequestContextMiddleware
@@ -105,6 +106,7 @@ def create_app(settings: ApiSettings | None = None, clock: Clock | None = None) 
     app.state.context = context
     errors.install(app)
     openapi.install(app)
+    app.add_middleware(HeadAsGet)  # inside the context: logged and limited as HEAD
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,

@@ -83,6 +83,8 @@ def _allowed_methods(request: Request) -> str | None:
         }
         if any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes):
             allowed.append(method)
+            if method == "GET":  # services/api/head.py
+                allowed.append("HEAD")
     return ", ".join(allowed) or None
 
 

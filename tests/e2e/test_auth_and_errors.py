@@ -575,15 +575,15 @@ def test_unknown_route_without_a_key_is_404_too(anonymous: httpx2.Client) -> Non
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
-        ("PUT", "/v1/passes", {"GET", "POST"}),
-        ("DELETE", "/v1/passes", {"GET", "POST"}),
-        ("PATCH", "/v1/templates", {"GET", "POST"}),
-        ("PUT", "/v1/templates/tmpl_0000000000000000000000", {"GET", "PATCH", "DELETE"}),
-        ("POST", "/v1/passes/pass_0000000000000000000000", {"GET", "PATCH", "DELETE"}),
-        ("POST", "/v1/passes/pass_0000000000000000000000/events", {"GET"}),
-        ("POST", "/v1/events", {"GET"}),
-        ("DELETE", "/v1/events", {"GET"}),
-        ("PUT", "/admin/v1/accounts", {"GET", "POST"}),
+        ("PUT", "/v1/passes", {"GET", "HEAD", "POST"}),
+        ("DELETE", "/v1/passes", {"GET", "HEAD", "POST"}),
+        ("PATCH", "/v1/templates", {"GET", "HEAD", "POST"}),
+        ("PUT", "/v1/templates/tmpl_0000000000000000000000", {"GET", "HEAD", "PATCH", "DELETE"}),
+        ("POST", "/v1/passes/pass_0000000000000000000000", {"GET", "HEAD", "PATCH", "DELETE"}),
+        ("POST", "/v1/passes/pass_0000000000000000000000/events", {"GET", "HEAD"}),
+        ("POST", "/v1/events", {"GET", "HEAD"}),
+        ("DELETE", "/v1/events", {"GET", "HEAD"}),
+        ("PUT", "/admin/v1/accounts", {"GET", "HEAD", "POST"}),
     ],
 )
 def test_wrong_method_is_405(
