@@ -124,6 +124,12 @@ class PassRecord(_Record):
         matches it. Recomputed on load, so a document saved before it existed reads the same."""
         return None if self.holder_email is None else email_key(self.holder_email)
 
+    def to_document(self) -> dict[str, Any]:
+        document = super().to_document()
+        if document["google_sync_due"] is None:  # absent: its sparse index holds the due only
+            del document["google_sync_due"]
+        return document
+
     def snapshot(self) -> PassSnapshot:
         return PassSnapshot(
             id=self.id,

@@ -141,6 +141,7 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         # Passes stored before holder_email_key existed (docs/api-decisions.md#lists-and-cursors).
         await repo.backfill_email_keys_once()
         await repo.backfill_redemption_limits_once()
+        await repo.unset_null_sync_due_once()
         await job_store.ensure_indexes()
         await ScanStore(conn.db).ensure_indexes()
         await google_store.ensure_indexes()

@@ -27,9 +27,11 @@ from shared.pending_writes import PendingWrites
 from shared.redaction import erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
-# The `issuer_migrations` entries of the holder_email_key and redemption_limit backfills.
+# The `issuer_migrations` entries of the holder_email_key and redemption_limit backfills and
+# of the null google_sync_due clean-up.
 EMAIL_KEYS_MIGRATION = "holder_email_key"
 REDEMPTION_LIMITS_MIGRATION = "redemption_limit"
+NULL_SYNC_DUE_MIGRATION = "google_sync_due_unset"
 LEGACY_EMAIL_INDEX = "account_id_1_mode_1_holder_email_1__id_-1"
 EXPIRED_LINK_KEPT = timedelta(days=30)
 
@@ -39,24 +41,44 @@ log = logging.getLogger(__name__)
 # Written only by scans (services/issuer/scan_store.py) and template policy changes: a pass
 # update, read before a concurrent scan counted, must not write its stale count back.
 REDEMPTION_COUNTERS = ("redemption_count", "last_redeemed_at", "redemption_limit")
+# Absent rather than null when None: their indexes are sparse (services/issuer/google/sync.py).
+SPARSE_PASS_FIELDS = ("google_sync_due",)
 
 
 def pass_changes(record: PassRecord) -> dict[str, Any]:
-    """The `$set` that replaces a pass's fields, except its redemption counters."""
+    """The update that replaces a pass's fields, except its redemption counters."""
     document = record.to_document()
     for name in ("_id", *REDEMPTION_COUNTERS):
         document.pop(name, None)
-    return {"$set": document}
+    for name in SPARSE_PASS_FIELDS:  # left out of the document when None
+        document.setdefault(name, None)
+    return with_sparse_fields({"$set": document})
+
+
+def with_sparse_fields(update: dict[str, Any]) -> dict[str, Any]:
+    """`update` with the sparse-indexed fields it sets to None unset instead: a null would
+    put every pass in the index of the due."""
+    fields = dict(update.get("$set", {}))
+    unset = dict(update.get("$unset", {}))
+    for name in SPARSE_PASS_FIELDS:
+        if name in fields and fields[name] is None:
+            del fields[name]
+            unset[name] = ""
+    return {**update, "$set": fields, **({"$unset": unset} if unset else {})}
 
 
 def pass_changes_since(before: PassRecord, after: PassRecord) -> dict[str, Any]:
-    """The `$set` of the fields `after` changed in `before` (its redemption counters aside).
+    """The update of the fields `after` changed in `before` (its redemption counters aside).
     A pass written at the version it was read at differs from the stored one only there, and
     the store does a third less work for a rollout's few fields than for all of them
     (docs/performance.md)."""
     stored = before.to_document()
-    fields = pass_changes(after)["$set"]
-    return {"$set": {k: v for k, v in fields.items() if stored.get(k) != v}}
+    changes = pass_changes(after)
+    update: dict[str, Any] = {
+        "$set": {k: v for k, v in changes["$set"].items() if stored.get(k) != v}
+    }
+    unset = {k: "" for k in changes.get("$unset", {}) if k in stored}
+    return {**update, "$unset": unset} if unset else update
 
 
 def is_duplicate(exc: Exception) -> bool:
@@ -172,6 +194,17 @@ class IssuerRepository:
     async def backfill_redemption_limits_once(self) -> int:
         """`backfill_redemption_limits` at a start, unless an earlier start completed it."""
         return await self._once(REDEMPTION_LIMITS_MIGRATION, self.backfill_redemption_limits)
+
+    async def unset_null_sync_due_once(self) -> int:
+        """Passes stored before 2026-11-29 hold `google_sync_due: null` (every pass without
+        Google credentials, every synced one): the sparse due index held them all. Unset."""
+        return await self._once(NULL_SYNC_DUE_MIGRATION, self._unset_null_sync_due)
+
+    async def _unset_null_sync_due(self) -> int:
+        result = await self.passes.update_many(
+            {"google_sync_due": {"$type": "null"}}, {"$unset": {"google_sync_due": ""}}
+        )
+        return result.modified_count
 
     async def _once(self, name: str, migration: Callable[[], Awaitable[int]]) -> int:
         if await self.migrations.find_one({"_id": name}) is not None:

@@ -7,7 +7,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 
-from services.issuer.repository import ConcurrentUpdate
+from services.issuer.repository import ConcurrentUpdate, with_sparse_fields
 from shared.models import Mode, PassRecord, TemplateRecord
 from shared.mongo import Database
 from shared.scans import ScanRecord
@@ -100,10 +100,9 @@ class ScanStore:
         }
         if bump_version:
             query["version"] = read.version
-        update: dict[str, Any] = {
-            "$inc": {"redemption_count": 1},
-            "$set": {"last_redeemed_at": at, **changes},
-        }
+        update = with_sparse_fields(
+            {"$inc": {"redemption_count": 1}, "$set": {"last_redeemed_at": at, **changes}}
+        )
         if bump_version:
             update["$inc"]["version"] = 1
         result = await self._passes.update_one(query, update, session=session)

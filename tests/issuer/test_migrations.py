@@ -9,6 +9,7 @@ from pymongo import UpdateOne
 from services.issuer.repository import (
     EMAIL_KEYS_MIGRATION,
     LEGACY_EMAIL_INDEX,
+    NULL_SYNC_DUE_MIGRATION,
     REDEMPTION_LIMITS_MIGRATION,
     IssuerRepository,
 )
@@ -146,3 +147,19 @@ async def test_passes_stored_before_redemption_policies_get_their_templates_limi
     assert stored["redemption_limit"] == 1
     assert await repo.migrations.find_one({"_id": REDEMPTION_LIMITS_MIGRATION}) is not None
     assert await repo.backfill_redemption_limits_once() == 0
+
+
+async def test_null_google_sync_due_is_unset_once_and_new_passes_store_none(
+    repo: IssuerRepository,
+) -> None:
+    """A null put every pass in the sparse index of the Google step's due passes."""
+    old = pass_record(_id="pass_null").model_dump(by_alias=True)
+    assert old["google_sync_due"] is None  # as stored before 2026-11-29
+    await repo.passes.insert_one(old)
+    assert await repo.unset_null_sync_due_once() == 1
+    stored = await repo.passes.find_one({"_id": "pass_null"})
+    assert stored is not None
+    assert "google_sync_due" not in stored
+    assert await repo.migrations.find_one({"_id": NULL_SYNC_DUE_MIGRATION}) is not None
+    assert await repo.unset_null_sync_due_once() == 0
+    assert "google_sync_due" not in pass_record(_id="pass_new").to_document()

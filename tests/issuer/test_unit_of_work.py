@@ -80,3 +80,21 @@ async def test_only_the_fields_that_changed_are_written(repo: IssuerRepository) 
     stored = await repo.passes.find_one({"_id": record.id})
     assert stored is not None
     assert (stored["holder_name"], stored["google_error"]) == ("New", "later")
+
+
+async def test_a_due_time_cleared_is_unset_not_stored_null(repo: IssuerRepository) -> None:
+    """`google_sync_due` absent when None: its index is sparse (a null puts the pass in it)."""
+    [record] = await _stored(repo, 1)
+    due = record.model_copy(update={"google_sync_due": record.updated_at, "version": 2})
+    assert pass_changes_since(record, due)["$set"]["google_sync_due"] == record.updated_at
+    cleared = due.model_copy(update={"google_sync_due": None, "version": 3})
+    assert pass_changes_since(due, cleared) == {
+        "$set": {"version": 3},
+        "$unset": {"google_sync_due": ""},
+    }
+    assert "$unset" not in pass_changes_since(record, _renamed(record, "New"))
+    async with repo.unit_of_work() as uow:
+        await uow.replace_pass(cleared, expected_version=record.version)
+    stored = await repo.passes.find_one({"_id": record.id})
+    assert stored is not None
+    assert "google_sync_due" not in stored

@@ -99,11 +99,11 @@ class GoogleSyncStore:
             {
                 "$set": {
                     "google_status": "synced",
-                    "google_sync_due": None,
                     "google_error": None,
                     "google_object_digest": digest,
                 },
-                "$unset": {**_LEASE, "google_attempts": ""},
+                # Absent, not null: the due index is sparse.
+                "$unset": {**_LEASE, "google_attempts": "", "google_sync_due": ""},
             },
         )
 
