@@ -50,7 +50,9 @@ def _at_least_one(value: str) -> int:
 
 
 def _jobs_command(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
+    # No markup: what it prints repeats the API's messages, which repeat the upload's own
+    # text ("Unknown column '[/x]'" made rich raise, a `[b]` vanished).
+    console = Console(stderr=True, markup=False)
     try:
         target = jobs.Target.of(args.base_url, args.key)
         if args.command == "import":
@@ -68,6 +70,9 @@ def _jobs_command(args: argparse.Namespace) -> int:
         # ValueError: an answer that is not JSON (not Tessera's API at that URL, say).
         console.print(f"tessera: {exc}")
         return 1
+    except KeyboardInterrupt:
+        console.print("tessera: interrupted; a job already made runs on (tessera jobs watch ID)")
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:

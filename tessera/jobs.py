@@ -15,7 +15,9 @@ http://127.0.0.1:8000) and TESSERA_KEY.
 import hashlib
 import json
 import os
+import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,10 +93,12 @@ def _answer(response: httpx2.Response, *expected: int) -> dict[str, Any]:
     return body
 
 
-def import_key(template_id: str, data: bytes) -> str:
-    """The Idempotency-Key of importing these bytes into this template."""
+def import_key(template_id: str, data: bytes, *, anew: bool = False) -> str:
+    """The Idempotency-Key of importing these bytes into this template; `anew`: of importing
+    them once more (`--again`: the derived key would replay the last import for 24 hours)."""
     digest = hashlib.sha256(template_id.encode() + b"\0" + data).hexdigest()
-    return f"tessera-import-{digest[:40]}"
+    suffix = f"-{secrets.token_hex(8)}" if anew else ""
+    return f"tessera-import-{digest[:40]}{suffix}"
 
 
 def marker_path(path: Path) -> Path:
@@ -127,16 +131,23 @@ def note_job(path: Path, template_id: str, job: dict[str, Any]) -> None:
     marker_path(path).write_text(json.dumps({"job_id": job["id"], "sha256": digest}) + "\n")
 
 
-def upload(target: Target, path: Path, template_id: str, key: str | None) -> dict[str, Any]:
-    """Create the import job; its job object."""
+def upload(
+    target: Target, path: Path, template_id: str, key: str | None, *, anew: bool = False
+) -> dict[str, Any]:
+    """Create the import job; its job object. A moment's failure is tried again with the same
+    Idempotency-Key, so a retry after an upload that did land answers its job."""
     data = path.read_bytes()
-    headers = {"Content-Type": "text/csv", "Idempotency-Key": key or import_key(template_id, data)}
+    key = key or import_key(template_id, data, anew=anew)
+    headers = {"Content-Type": "text/csv", "Idempotency-Key": key}
     with target.client(UPLOAD_TIMEOUT_SECONDS) as client:
-        response = client.post(
-            "/v1/jobs/import_passes",
-            params={"template_id": template_id},
-            content=data,
-            headers=headers,
+        response = _patiently(
+            lambda: client.post(
+                "/v1/jobs/import_passes",
+                params={"template_id": template_id},
+                content=data,
+                headers=headers,
+            ),
+            "the upload",
         )
     return _answer(response, 202)
 
@@ -169,41 +180,73 @@ def watch(target: Target, job_id: str, console: Console) -> dict[str, Any]:
 
 
 def _poll(client: httpx2.Client, job_id: str) -> dict[str, Any]:
-    """The job now; a moment's failure (429, 5xx, no connection) is tried again for up to
-    POLL_PATIENCE_SECONDS: the job runs on whether or not this command watches it."""
+    """The job now: the job runs on whether or not this command watches it."""
+    return _answer(_patiently(lambda: client.get(f"/v1/jobs/{job_id}"), "the job"), 200)
+
+
+def _patiently(request: Callable[[], httpx2.Response], what: str) -> httpx2.Response:
+    """`request`'s answer; a moment's failure (429, 5xx, no connection) is tried again for up
+    to POLL_PATIENCE_SECONDS. Every request retried here is safe to send twice (a read, or
+    the upload under its Idempotency-Key)."""
     deadline = time.monotonic() + POLL_PATIENCE_SECONDS
     while True:
         try:
-            response = client.get(f"/v1/jobs/{job_id}")
+            response = request()
             if response.status_code not in RETRIED_STATUSES:
-                return _answer(response, 200)
+                return response
             failure = f"{response.status_code}"
         except httpx2.TransportError as exc:
             failure = type(exc).__name__
         if time.monotonic() > deadline:
-            raise JobsError(f"the API did not answer for the job ({failure}); try again later")
+            raise JobsError(f"the API did not answer for {what} ({failure}); try again later")
         time.sleep(POLL_SECONDS * 4)
 
 
 def write_results(target: Target, job_id: str, out: Path) -> int:
     """Stream the job's results as CSV into `out`, replaced only once they are all there;
     how many rows it holds."""
-    rows = -1  # the header line
     partial = out.with_name(f".{out.name}.partial")
+    deadline = time.monotonic() + POLL_PATIENCE_SECONDS
+    try:
+        while True:
+            try:
+                rows = _download_results(target, job_id, partial)
+                break
+            except (httpx2.TransportError, _Retried) as exc:
+                if time.monotonic() > deadline:
+                    raise JobsError(
+                        f"the API did not answer for the results ({exc}); try again later"
+                    ) from None
+                time.sleep(POLL_SECONDS * 4)
+    except BaseException:
+        # Cut short (an error, Ctrl-C): its pass links are not left half-written beside it.
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(out)
+    return rows
+
+
+class _Retried(Exception):
+    """The results answered a status worth trying again (429, 5xx)."""
+
+
+def _download_results(target: Target, job_id: str, partial: Path) -> int:
+    rows = -1  # the header line
     with (
         target.client(UPLOAD_TIMEOUT_SECONDS) as client,
         client.stream(
             "GET", f"/v1/jobs/{job_id}/results", headers={"Accept": "text/csv"}
         ) as response,
     ):
+        if response.status_code in RETRIED_STATUSES:
+            raise _Retried(str(response.status_code))
         if response.status_code != 200:
             response.read()
             _answer(response, 200)
         with partial.open("wb") as file:
             for chunk in response.iter_bytes():
                 file.write(chunk)
-                rows += chunk.count(b"\n")
-    partial.replace(out)
+                rows += chunk.count(b"\r\n")
     return max(rows, 0)
 
 
@@ -234,7 +277,7 @@ def run_import(
             "its results follow. Run with --again to import it a second time."
         )
     else:
-        job = upload(target, path, template_id, key)
+        job = upload(target, path, template_id, key, anew=again)
         note_job(path, template_id, job)
         console.print(f"job {job['id']}: {job['total']} rows uploaded")
     done = watch(target, job["id"], console)

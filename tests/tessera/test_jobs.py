@@ -101,3 +101,26 @@ def test_jobs_watch_reads_the_environment_and_failures_exit_1(
     monkeypatch.delenv("TESSERA_KEY")
     assert main(["jobs", "watch", job["id"]]) == 1
     assert "TESSERA_KEY" in capsys.readouterr().err
+
+
+def test_again_imports_anew_at_once_and_server_text_is_printed_as_sent(
+    stack: Stack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--again within the API's 24 hours made no second job (the derived key replayed the
+    first); a message repeating a column like `[/x]` made rich raise instead of printing it."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+    source = _write_csv(tmp_path / "few.csv", [["holder_name"], ["Ada"], ["Grace"]])
+    command = ["import", str(source), "--template", template["id"]]
+    flags = ["--base-url", stack.base_url, "--key", account.test_key]
+    assert main([*command, *flags]) == 0
+    assert main([*command, *flags, "--again"]) == 0
+    with stack.client(headers=account.headers()) as client:
+        assert len(list_page(client, "/v1/jobs")["data"]) == 2
+        assert len(all_passes(client)) == 4
+
+    bad = _write_csv(tmp_path / "bad.csv", [["holder_name", "[/x]"], ["Ada", "9"]])
+    capsys.readouterr()
+    assert main(["import", str(bad), "--template", template["id"], *flags]) == 1
+    assert "Unknown column '[/x]'" in capsys.readouterr().err
