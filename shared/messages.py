@@ -213,6 +213,8 @@ class AddImportRows(_IssuerCommand[JobRecord]):
     job_id: str
     template_id: str
     reserved: int = 0
+    # When the api reserved them (its clock): canceled rows give them back to that month.
+    reserved_at: datetime | None = None
     chunks: list[ImportChunk]
 
 

@@ -286,8 +286,10 @@ class JobRecord(_Record):
     succeeded: int = 0
     failed: int = 0
     errors: list[JobError] = Field(default_factory=list)
-    # Passes of the monthly quota reserved for the job's rows when it was created (imports).
+    # Passes of the monthly quota reserved for the job's rows (imports), and when the api
+    # reserved them (their month's quota is the one a cancel gives them back to).
     reserved: int = 0
+    reserved_at: datetime | None = None
     # What a job type needs besides its chunks (the values of an update_passes job, say).
     params: dict[str, Any] = Field(default_factory=dict)
     started_at: datetime | None = None

@@ -208,7 +208,12 @@ async def upload_import(
         base = command_base(principal, f"{command_id}.rows.{number}")
         await ctx.command(
             AddImportRows(
-                **base, job_id=job_id, template_id=template_id, reserved=granted, chunks=group
+                **base,
+                job_id=job_id,
+                template_id=template_id,
+                reserved=granted,
+                reserved_at=request.units.reserved_at,
+                chunks=group,
             )
         )
     start = command_base(principal, f"{command_id}.start")

@@ -215,12 +215,13 @@ async def reserve_passes(
     clock: Clock,
     principal: Principal,
     wanted: int,
+    at: datetime | None = None,
 ) -> int:
-    """Reserve up to `wanted` passes of this month's quota; how many were (0 when it is used
-    up). All of them are given back if the request is refused (4xx); the request gives back
-    those of rows that made no pass with `release_passes`."""
+    """Reserve up to `wanted` passes of the quota of the month of `at` (default now); how many
+    were (0 when it is used up). All of them are given back if the request is refused (4xx);
+    the request gives back those of rows that made no pass with `release_passes`."""
     plan = plan_limits(plans, principal.plan)
-    now = clock.now()
+    now = at or clock.now()
     limit = getattr(plan.monthly_passes, principal.mode)
     month = month_key(now)
     counter_id = f"{principal.account_id}:{principal.mode}:{month}"

@@ -8,6 +8,7 @@ row that made a pass answers as it did.
 """
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from services.api.accounts import Principal
@@ -32,6 +33,9 @@ class RowUnits:
         self._wanted = wanted
         self._none_refuses = none_refuses
         self._granted: int | None = None
+        # When the units were reserved: they go back to that month's quota only (None: kept by
+        # a run before 2026-11-29, which did not say).
+        self.reserved_at: datetime | None = None
 
     async def granted(self) -> int:
         """The units the rows have: the first run's count (also on a retry that took the key
@@ -45,14 +49,18 @@ class RowUnits:
     def admission(self) -> Admission:
         return Admission(self._reserve, self._reserved_before)
 
-    async def _reserve(self) -> int:
+    async def _reserve(self) -> dict[str, Any]:
         ctx, principal, plans = self._ctx, self._principal, self._ctx.settings.plans
         wanted = await self._wanted()
-        granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, wanted)
+        at = ctx.clock.now()
+        granted = await reserve_passes(ctx.quota_leases, plans, ctx.clock, principal, wanted, at)
         if self._none_refuses and wanted and not granted:
             raise quota_exhausted(plans, ctx.clock, principal)
-        self._granted = granted
-        return granted
+        self._granted, self.reserved_at = granted, at
+        return {"units": granted, "reserved_at": at}
 
     async def _reserved_before(self, kept: Any) -> None:
-        self._granted = kept if isinstance(kept, int) else None
+        if isinstance(kept, dict):
+            self._granted, self.reserved_at = kept["units"], kept["reserved_at"]
+        else:  # a count alone (kept before 2026-11-29), or nothing kept
+            self._granted = kept if isinstance(kept, int) else None

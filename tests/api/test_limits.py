@@ -4,12 +4,14 @@ tests/api/test_leases.py; through HTTP: tests/e2e/test_limits.py).
 """
 
 from datetime import UTC, datetime
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from services.api.accounts import Principal
 from services.api.config import ApiSettings, PlanLimits, default_plans
+from services.api.deps import ApiContext
 from services.api.leases import QuotaLeases, RateLeases
 from services.api.limits import (
     RequestLimits,
@@ -24,6 +26,7 @@ from services.api.limits import (
     window_start,
 )
 from services.api.repository import ApiRepository
+from services.api.row_units import RowUnits
 from shared.errors import AuthorizationError, BillingError, RateLimited
 from shared.models import Mode
 from shared.mongo import Database
@@ -189,3 +192,37 @@ async def test_units_reserved_in_a_month_that_is_over_are_not_given_to_the_next(
     # Units of this month's reservations do go back.
     release_passes(quota, clock, principal, 1, reserved_at=clock.now())
     assert await reserve_passes(quota, plans, clock, principal, 1) == 1
+
+
+async def test_a_requests_units_keep_the_month_they_were_reserved_in(
+    repo: ApiRepository,
+) -> None:
+    """A batch reserving on January 31 whose refused rows came back on February 1 (or whose
+    retry took its key over the next day) gave them to February's quota: the reservation's
+    time travels with its count (kept with the key, sent with an import's rows)."""
+    quota = QuotaLeases(repo)
+    clock = ManualClock(START)
+    ctx = cast(
+        ApiContext,
+        SimpleNamespace(
+            quota_leases=quota,
+            clock=clock,
+            settings=SimpleNamespace(plans=_plans(monthly_passes={"test": 3, "live": 0})),
+        ),
+    )
+
+    async def three() -> int:
+        return 3
+
+    first = RowUnits(ctx, _principal(), three)
+    kept = await first.admission().first()
+    assert kept == {"units": 3, "reserved_at": START}
+    clock.advance(2)  # February
+    retry = RowUnits(ctx, _principal(), three)
+    again = retry.admission().again
+    assert again is not None
+    await again(kept)
+    assert (await retry.granted(), retry.reserved_at) == (3, START)
+    assert await reserve_passes(quota, ctx.settings.plans, clock, _principal(), 3) == 3
+    release_passes(quota, clock, _principal(), 2, reserved_at=retry.reserved_at)
+    assert await reserve_passes(quota, ctx.settings.plans, clock, _principal(), 1) == 0

@@ -88,7 +88,9 @@ async def create_passes(
             refused = sum(1 for result in created.rows if result.record is None)
             # A retry that took the key over gets the same rows back: given back once.
             if refused and await first_to(ctx.idempotency, "release"):
-                release_passes(ctx.quota_leases, ctx.clock, principal, refused)
+                release_passes(
+                    ctx.quota_leases, ctx.clock, principal, refused, reserved_at=units.reserved_at
+                )
         past_quota = row_error(quota_exhausted(plans, ctx.clock, principal))
         answers = []
         for index, row in enumerate(rows):

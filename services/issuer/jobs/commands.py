@@ -52,6 +52,7 @@ class JobCommands:
                 "status": "uploading",
                 "template_id": cmd.template_id,
                 "reserved": cmd.reserved,
+                "reserved_at": cmd.reserved_at,
                 "created_at": now,
                 "updated_at": now,
             }

@@ -5,7 +5,7 @@ cancel, the upload timeout, and a chunk that keeps failing given up."""
 
 import asyncio
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import nats
@@ -102,7 +102,11 @@ async def _rows_kept(store: JobStore, job_id: str) -> list[dict[str, Any]]:
 
 
 async def _upload(
-    service: IssuerService, template_id: str, chunks: list[list[ImportRow]], reserved: int = 0
+    service: IssuerService,
+    template_id: str,
+    chunks: list[list[ImportRow]],
+    reserved: int = 0,
+    reserved_at: datetime | None = None,
 ) -> JobRecord:
     """An import's upload (one command per two chunks) and its start, as the api sends them
     (`reserved`: the units of the quota the api reserved for its good rows)."""
@@ -117,6 +121,7 @@ async def _upload(
                 job_id=job_id,
                 template_id=template_id,
                 reserved=reserved,
+                reserved_at=reserved_at,
                 chunks=numbered[n : n + 2],
             ),
         )
@@ -229,7 +234,10 @@ async def test_cancel_stops_taking_chunks_and_keeps_what_is_done(
     template = await _template(service)
     past_quota = {"error": row_error(InvalidRequest("No quota left.", code="quota_exceeded"))}
     chunks = [_rows(1, 10), _rows(11, 10), _rows(21, 10, {30: past_quota})]
-    job = await _upload(service, template.id, chunks, reserved=29)
+    # Reserved by the api on the last day of the month: a cancel gives back to that month.
+    reserved_at = datetime(2026, 1, 31, 23, 59, 59, 900_000, tzinfo=UTC)
+    job = await _upload(service, template.id, chunks, reserved=29, reserved_at=reserved_at)
+    assert job.reserved_at == reserved_at
     first, in_flight, _ = await _claim(store)
     assert await worker.run_chunk(first, "test/1")
 
