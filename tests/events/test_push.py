@@ -230,6 +230,21 @@ async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder
     assert (await setup.live.deliver(late)).pass_snapshot == other.snapshot()
 
 
+async def test_a_redacted_pass_s_update_is_checked_whatever_the_clocks_say(setup: Setup) -> None:
+    """The issuer's clock ahead of the events service's: the update looks fresh (committed
+    "now") though it waited past the redaction's erasures. It was published with the holder's
+    data when only updates older than 5 s by this replica's clock were checked."""
+    record = await setup.add_pass()
+    update = _live_update(record, age=timedelta(seconds=-6))  # written by a clock 6 s ahead
+    erased = {"holder_name": None, "holder_email": None, "field_values": {}, "metadata": {}}
+    await setup.db["passes"].update_one({"_id": record.id}, {"$set": {**erased, "voided": True}})
+    published = await setup.live.deliver(update)
+    assert (published.pass_snapshot.holder_name, published.pass_snapshot.field_values) == (
+        None,
+        {},
+    )
+
+
 async def test_a_batch_pushes_each_pass_s_devices_and_publishes_each_event_with_its_counts(
     setup: Setup,
 ) -> None:
