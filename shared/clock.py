@@ -15,6 +15,6 @@ class SystemClock:
 
 def iso(moment: datetime) -> str:
     """ISO 8601 in UTC with milliseconds and a Z, the form every timestamp in the API uses."""
-    return (
-        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    )
+    utc = moment.astimezone(UTC)
+    # Not strftime's %Y: glibc leaves years before 1000 unpadded ("1-01-01T...").
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
