@@ -97,7 +97,9 @@ async def enforce_rate_limit(
     start = window_start(now, plan.rate_window_seconds)
     end = start + timedelta(seconds=plan.rate_window_seconds)
     scope = f"{principal.account_id}:{principal.mode}"
-    window_id = f"{scope}:{int(start.timestamp())}"
+    # The window's length in its id: a plan change to a longer window at the start of a short
+    # one would count on in the short one's counter, whose expiry came long before the end.
+    window_id = f"{scope}:{plan.rate_window_seconds}s:{int(start.timestamp())}"
     taken = await leases.take(scope, window_id, plan.rate_limit, end + WINDOW_GRACE)
     reset = max(1, math.ceil((end - now).total_seconds()))
     headers = rate_headers(plan.rate_limit, plan.rate_limit - taken.remaining, reset)

@@ -226,3 +226,21 @@ async def test_a_requests_units_keep_the_month_they_were_reserved_in(
     assert await reserve_passes(quota, ctx.settings.plans, clock, _principal(), 3) == 3
     release_passes(quota, clock, _principal(), 2, reserved_at=retry.reserved_at)
     assert await reserve_passes(quota, ctx.settings.plans, clock, _principal(), 1) == 0
+
+
+async def test_a_window_of_another_length_is_another_counter(
+    repo: ApiRepository, db: Database
+) -> None:
+    """A plan moved from 1-second to hour-long windows within the first second of an hour:
+    the hour counted on in the second's counter, which expires minutes later (its count
+    then started again mid-hour, letting twice the limit through)."""
+    leases = RateLeases(repo)
+    clock = ManualClock(datetime(2026, 2, 1, 0, 0, 0, 200_000, tzinfo=UTC))
+    request_limits_var.set(RequestLimits())
+    second = _plans(rate_limit=100, rate_window_seconds=1)
+    await enforce_rate_limit(leases, second, clock, _principal())
+    hour = _plans(rate_limit=100, rate_window_seconds=3600)
+    await enforce_rate_limit(RateLeases(repo), hour, clock, _principal())
+    windows = await db["rate_limit_windows"].find({}).to_list()
+    assert len(windows) == 2
+    assert max(w["expires_at"] for w in windows) >= datetime(2026, 2, 1, 1, tzinfo=UTC)
