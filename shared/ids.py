@@ -81,6 +81,12 @@ def id_value(value: str) -> int:
     return number
 
 
+def first_id_at(kind: str, at_ms: int) -> str:
+    """The lowest id of `kind` made at `at_ms` (milliseconds since the epoch): ids below it
+    were made earlier (a time bound as an `_id` range, on the primary index)."""
+    return f"{PREFIXES[kind]}_{_base62(at_ms << _RANDOM_BITS, _ID_CHARS)}"
+
+
 def id_time_ms(value: str) -> int:
     """When an id was made (milliseconds since the epoch), from its time-sortable body."""
     return id_value(value) >> _RANDOM_BITS

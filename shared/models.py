@@ -204,6 +204,8 @@ class WebhookRecord(_Record):
 
 
 DeliveryStatus = Literal["pending", "delivered", "failed", "dead"]
+# A delivery's end: nothing is scheduled for it (a resend or a recover may ask again).
+FINISHED_DELIVERY_STATUSES: frozenset[str] = frozenset({"delivered", "dead"})
 DeliveryTrigger = Literal["scheduled", "manual"]
 
 

@@ -20,6 +20,7 @@ from services.issuer.jobs.import_passes import JOB_TYPE as IMPORT_PASSES
 from services.issuer.jobs.import_passes import ImportPasses
 from services.issuer.jobs.registry import JobRegistry
 from services.issuer.jobs.rerender import PassRerenderer
+from services.issuer.jobs.retention import job_retention
 from services.issuer.jobs.rollout import JOB_TYPE as TEMPLATE_ROLLOUT
 from services.issuer.jobs.rollout import TemplateRollout
 from services.issuer.jobs.store import JobStore
@@ -147,7 +148,8 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         await google_store.ensure_indexes()
         # A start that hangs says where: the store's part is done, NATS's comes next.
         log.info("indexes and migrations done in %.1f s", time.monotonic() - began)
-        workers: list[Worker] = [relay, worker, signing_watch, templates]
+        retention = job_retention(job_store, clock, settings.job_retention_days)
+        workers: list[Worker] = [relay, worker, signing_watch, templates, retention]
         if google_syncer is not None:
             workers.append(google_syncer)
         try:

@@ -41,6 +41,8 @@ class IssuerSettings(AppleIdentitySettings):
     # rest is a margin for a commit's own duration).
     max_prepared_age_seconds: float = Field(5.0, gt=0)
     rollout_sweep_seconds: float = Field(20.0, gt=0)
+    # Finished jobs (and their results) are deleted this long after they finished.
+    job_retention_days: float = Field(90.0, gt=0)
     # The Google step (docs/google-wallet.md#the-google-step), with Google credentials only:
     # objects upserted at once per process, how long a claim holds a pass, the safety-net
     # poll, and the longest wait between two attempts while Google fails.

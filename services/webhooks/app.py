@@ -16,7 +16,8 @@ from services.webhooks.outcomes import OutcomeWriter
 from services.webhooks.quiet_scopes import QuietScopes
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.resolver import resolver
-from services.webhooks.rotation import SecretSweeper
+from services.webhooks.retention import delivery_retention
+from services.webhooks.rotation import secret_sweeper
 from services.webhooks.scheduler import Scheduler
 from services.webhooks.secretbox import SecretBox
 from services.webhooks.sender import Sender
@@ -91,7 +92,8 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
             outcomes,
             Throttle(repo),
         )
-        async with running(conn, quiet, *fan_out, SecretSweeper(conn.db, clock)):
+        retention = delivery_retention(repo, clock, settings.delivery_retention_days)
+        async with running(conn, quiet, *fan_out, secret_sweeper(conn.db, clock), retention):
             scheduler.start(deliverer.attempt, first=deliverer)
             try:
                 yield

@@ -53,6 +53,9 @@ class WebhooksSettings(ServiceSettings):
     scheduler_poll_seconds: float = Field(1.0, gt=0)
     # A webhook whose every attempt failed for this long is disabled (docs/webhooks.md).
     disable_after: float = Field(5 * 86400.0, gt=0)
+    # Deliveries that are over (delivered, dead) are deleted this long after their event
+    # (docs/webhooks.md#retention); their history, resends and recovers reach no further.
+    delivery_retention_days: float = Field(90.0, gt=0)
 
     @field_validator("retry_schedule_seconds", mode="before")
     @classmethod

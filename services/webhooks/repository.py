@@ -10,7 +10,8 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from services.webhooks.payload import compact_json
-from shared.models import DeliveryRecord, WebhookRecord
+from shared.ids import first_id_at
+from shared.models import FINISHED_DELIVERY_STATUSES, DeliveryRecord, WebhookRecord
 from shared.mongo import Database, duplicates_only
 from shared.redaction import erase_pass_data
 
@@ -109,9 +110,23 @@ class WebhookRepository:
         await self.webhooks.update_one({"_id": webhook_id}, {"$set": changes})
 
     async def delete(self, webhook_id: str) -> None:
-        """Hard delete: the webhook, then its history (which also ends its pending retries)."""
-        await self.webhooks.delete_one({"_id": webhook_id})
+        """Hard delete: its history (which also ends its pending retries), then the webhook.
+        In that order, so a crash between the two leaves the webhook, whose DELETE retried
+        does both, not its history with no webhook to delete it by (a delivery a fan-out
+        stores between them is dropped at its attempt, or ends in the retention sweep)."""
         await self.deliveries.delete_many({"webhook_id": webhook_id})
+        await self.webhooks.delete_one({"_id": webhook_id})
+
+    async def purge_finished(self, before: datetime) -> int:
+        """Delete the deliveries that are over (delivered or dead) and whose event came before
+        `before` (docs/webhooks.md#retention): read by `_id`, whose time is the event's."""
+        result = await self.deliveries.delete_many(
+            {
+                "_id": {"$lt": first_id_at("webhook_delivery", int(before.timestamp() * 1000))},
+                "status": {"$in": list(FINISHED_DELIVERY_STATUSES)},
+            }
+        )
+        return result.deleted_count
 
     async def deliverable(self, account_id: str, mode: str) -> list[WebhookRecord]:
         """Every webhook of the account and mode that events may be fanned out to, whatever

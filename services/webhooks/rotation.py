@@ -10,11 +10,9 @@ twice. Replays after that answer from the stored result, which keeps the new sec
 (services/webhooks/service.py).
 
 Expired previous secrets sign nothing (`live_secrets` skips them); each rotation drops them
-from the record, and `SecretSweeper` deletes them from every webhook every minute.
+from the record, and `secret_sweeper` deletes them from every webhook every minute.
 """
 
-import asyncio
-import contextlib
 import logging
 from datetime import datetime, timedelta
 
@@ -25,6 +23,7 @@ from shared.errors import InvalidRequest, not_found
 from shared.messages import MAX_GRACE_SECONDS, RotateWebhookSecret
 from shared.models import PreviousSecret, WebhookRecord
 from shared.mongo import Database
+from shared.sweeper import PeriodicSweep
 
 log = logging.getLogger(__name__)
 
@@ -122,34 +121,18 @@ async def prune_expired_secrets(db: Database, now: datetime) -> int:
     return result.modified_count
 
 
-class SecretSweeper:
-    """Runs `prune_expired_secrets` every `every_seconds` (a worker for `shared.connections
-    .running`). Any replica may run it: the update is idempotent."""
+def secret_sweeper(
+    db: Database, clock: Clock, every_seconds: float = SWEEP_SECONDS
+) -> PeriodicSweep:
+    """Runs `prune_expired_secrets` every `every_seconds`. Any replica may run it: the update
+    is idempotent."""
 
-    def __init__(self, db: Database, clock: Clock, every_seconds: float = SWEEP_SECONDS):
-        self._db = db
-        self._clock = clock
-        self._every = every_seconds
-        self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    async def sweep() -> int:
+        return await prune_expired_secrets(db, clock.now())
 
-    def start(self) -> None:
-        self._stopping.clear()
-        self._task = asyncio.create_task(self._run(), name="webhook-secret-sweeper")
-
-    async def stop(self) -> None:
-        self._stopping.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                if pruned := await prune_expired_secrets(self._db, self._clock.now()):
-                    log.info("deleted expired previous signing secrets of %d webhooks", pruned)
-            except Exception as exc:
-                log.warning("expired signing secrets not deleted this time: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self._every)
+    return PeriodicSweep(
+        "webhook-secret-sweeper",
+        sweep,
+        every_seconds,
+        "deleted expired previous signing secrets of %d webhooks",
+    )

@@ -15,9 +15,9 @@ from cryptography.fernet import Fernet
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.rotation import (
     MAX_PREVIOUS_SECRETS,
-    SecretSweeper,
     live_secrets,
     prune_expired_secrets,
+    secret_sweeper,
 )
 from services.webhooks.secretbox import SecretBox
 from services.webhooks.service import WebhookService
@@ -294,7 +294,7 @@ async def test_the_sweeper_sweeps_at_once_and_again_periodically(
 ) -> None:
     expired = await _with_previous(repo, START - timedelta(seconds=1))
     clock = _SweepsCounted()
-    sweeper = SecretSweeper(repo.webhooks.database, clock, every_seconds=0.05)
+    sweeper = secret_sweeper(repo.webhooks.database, clock, every_seconds=0.05)
     sweeper.start()
     try:
         await asyncio.wait_for(clock.second_sweep.wait(), 10)

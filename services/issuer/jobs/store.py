@@ -17,6 +17,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.client_session import AsyncClientSession
 
 from shared.models import (
+    FINISHED_JOB_STATUSES,
     JobError,
     JobRecord,
     JobRowOutcome,
@@ -460,6 +461,25 @@ class JobStore:
         for job_id in ids:
             await self.chunks.update_many({**_job_range(job_id), "state": "waiting"}, CANCELED)
         return ids
+
+    async def purge_finished(self, before: datetime, batch: int = 100) -> int:
+        """Delete the jobs that finished before `before`, their chunks (rows' outcomes, the
+        results) first: a crash between the two leaves the job, and the next sweep ends it.
+        Read by (status, created_at): a job finishes after it was created. How many."""
+        purged = 0
+        while True:
+            old = {
+                "status": {"$in": sorted(FINISHED_JOB_STATUSES)},
+                "created_at": {"$lt": before},
+                "finished_at": {"$lt": before},
+            }
+            ids = [doc["_id"] async for doc in self.jobs.find(old, {"_id": 1}).limit(batch)]
+            for job_id in ids:
+                await self.chunks.delete_many(_job_range(job_id))
+            if ids:
+                purged += (await self.jobs.delete_many({"_id": {"$in": ids}})).deleted_count
+            if len(ids) < batch:
+                return purged
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -1,0 +1,67 @@
+"""Deliveries that are over are deleted 90 days (the setting) after their event
+(services/webhooks/retention.py); pending and failed ones, and newer ones, stay."""
+
+from datetime import UTC, datetime, timedelta
+
+from services.webhooks.repository import WebhookRepository
+from services.webhooks.retention import delivery_retention
+from shared.ids import derived_id
+from shared.models import DeliveryRecord
+from tests.support.inproc_api import ManualClock
+from tests.support.polling import poll_async
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+
+
+async def _delivery(repo: WebhookRepository, status: str, event_at: datetime) -> str:
+    delivery_id = derived_id(
+        "webhook_delivery", int(event_at.timestamp() * 1000), f"{status}{event_at}"
+    )
+    record = DeliveryRecord.model_validate(
+        {
+            "_id": delivery_id,
+            "account_id": "acct_1",
+            "mode": "test",
+            "created_at": event_at,
+            "webhook_id": "whk_1",
+            "event_id": delivery_id,
+            "event_type": "pass.created",
+            "payload": "{}",
+            "status": status,
+            "next_attempt_at": event_at if status in ("pending", "failed") else None,
+        }
+    )
+    await repo.deliveries.insert_one(record.model_dump(by_alias=True))
+    return delivery_id
+
+
+async def _left(repo: WebhookRepository) -> set[str]:
+    return {doc["_id"] async for doc in repo.deliveries.find({}, {"_id": 1})}
+
+
+async def test_finished_deliveries_older_than_the_retention_are_deleted(
+    repo: WebhookRepository,
+) -> None:
+    old = NOW - timedelta(days=91)
+    gone = {await _delivery(repo, status, old) for status in ("delivered", "dead")}
+    kept = {await _delivery(repo, status, old) for status in ("pending", "failed")}
+    kept |= {
+        await _delivery(repo, status, NOW - timedelta(days=89)) for status in ("delivered", "dead")
+    }
+    assert await repo.purge_finished(NOW - timedelta(days=90)) == 2
+    assert await _left(repo) == kept
+    assert not gone & await _left(repo)
+
+
+async def test_the_sweep_runs_at_start(repo: WebhookRepository) -> None:
+    old = await _delivery(repo, "delivered", NOW - timedelta(days=2))
+    sweep = delivery_retention(repo, ManualClock(NOW), days=1, every_seconds=3600)
+    sweep.start()
+    try:
+
+        async def purged() -> bool:
+            return old not in await _left(repo)
+
+        await poll_async(purged, message="the old delivery deleted")
+    finally:
+        await sweep.stop()
