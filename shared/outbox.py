@@ -9,7 +9,8 @@ crash anywhere loses no committed event. Each owner has its own collections (`ou
 its own.
 
 The relay is a user of the leased poller (shared/poller.py). A claim leases a batch of up to
-`BATCH_SIZE` documents in `_id` order (`lease_owner`, `lease_until`), so N replicas publish each
+`BATCH_SIZE` documents in `_id` order (`lease_owner`, `lease_until`, renewed while its publishes
+run), so N replicas publish each
 event once in the steady state; a relay that dies mid-batch keeps its lease until it expires,
 then another replica publishes the batch again, which JetStream's duplicate window (the event
 id is the Nats-Msg-Id) and the consumers' unique `_id` absorb. It claims at start (events left
@@ -437,9 +438,10 @@ class OutboxRelay:
     async def _publish_batch(self, docs: list[Document], token: str) -> int:
         """Publish a batch leased under `token` concurrently (each publish still waits for
         JetStream's ack) and delete each event once its own ack arrived; how many were sent."""
-        outcomes = await asyncio.gather(
-            *(self._publish(doc) for doc in docs), return_exceptions=True
-        )
+        async with self._lease_kept([doc["_id"] for doc in docs], token):
+            outcomes = await asyncio.gather(
+                *(self._publish(doc) for doc in docs), return_exceptions=True
+            )
         published = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if not error]
         failed = [(doc, e) for doc, e in zip(docs, outcomes, strict=True) if e is not None]
         if published:
@@ -470,6 +472,29 @@ class OutboxRelay:
         for doc, error in isolated:
             await self._retry_later(doc, error, token)
         return sum(outbox_message_count(doc) for doc in docs if doc["_id"] in published)
+
+    @asynccontextmanager
+    async def _lease_kept(self, ids: list[str], token: str) -> AsyncIterator[None]:
+        """Renew the batch's lease every third of it while its publishes run: a claim of
+        batch documents after an outage holds thousands of events, whose publishes outlast
+        one lease, and another replica would claim and publish them again meanwhile."""
+
+        async def renew() -> None:
+            every = self._lease_for.total_seconds() / 3
+            while True:
+                await asyncio.sleep(every)
+                try:
+                    await self._outbox.hold(ids, token, self._clock.now() + self._lease_for)
+                except PyMongoError as exc:
+                    log.warning("%s outbox: lease not renewed: %s", self._outbox.owner, exc)
+
+        renewing = asyncio.create_task(renew(), name="outbox-lease-renewal")
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
 
     async def _split(self, doc: Document, error: PartlyPublished, token: str) -> None:
         log.warning(

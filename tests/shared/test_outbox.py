@@ -432,3 +432,25 @@ def test_batch_documents_hold_at_most_their_share_of_bytes(
     assert [len(doc.get("messages", [doc])) for doc in documents] == [2, 2, 1]
     assert "messages" not in documents[-1]
     assert [doc["_id"] for doc in documents] == [events[0].id, events[2].id, events[4].id]
+
+
+async def test_a_batch_keeps_its_lease_while_its_publishes_run(
+    db: Database, brokers: list[NatsBroker]
+) -> None:
+    """A claim after an outage holds thousands of events (batch documents), whose publishes
+    outlast one lease: renewed, no other replica claims and publishes them again meanwhile."""
+    outbox = Outbox(db, "test", "outbox")
+    ids = await _add(outbox, 3)
+    relay = OutboxRelay(outbox, brokers[0], poll_seconds=3600, lease_seconds=0.3)
+    now = datetime.now(UTC)
+    first_until = now + timedelta(seconds=0.3)
+    assert len(await outbox.claim(now, first_until, "slow/1", 100)) == 3
+
+    async def renewed() -> bool:
+        docs = await outbox.documents.find({"lease_owner": "slow/1"}).to_list()
+        return len(docs) == 3 and all(
+            doc["lease_until"] > first_until + timedelta(seconds=0.2) for doc in docs
+        )
+
+    async with relay._lease_kept(ids, "slow/1"):
+        await _until(renewed)
