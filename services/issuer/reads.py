@@ -96,8 +96,8 @@ class IssuerReads:
         pass_id: str | None = None,
         result: str | None = None,
     ) -> Page[ScanRecord]:
-        """Scans newest first (docs/redemption.md); by the (account, mode[, pass_id], _id)
-        indexes of services/issuer/scan_store.py."""
+        """Scans newest first (docs/redemption.md); by the (account, mode[, pass_id | result],
+        _id) indexes of services/issuer/scan_store.py."""
         query: dict[str, Any] = {"account_id": account_id, "mode": mode}
         if pass_id is not None:
             query["pass_id"] = pass_id
