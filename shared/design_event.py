@@ -28,6 +28,7 @@ from pydantic import (
 
 from shared.dates import IsoDateTime, offset_problem
 from shared.design_images import is_stored
+from shared.urls import url_characters_problem
 
 EventType = Literal[
     "generic",
@@ -72,12 +73,24 @@ Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 _HTTP_URL: TypeAdapter[HttpUrl] = TypeAdapter(HttpUrl)
 
 
-def _http_url(value: str) -> str:
+def _http_url(value: str, info: ValidationInfo) -> str:
     """Check `value` is an absolute http(s) URL; it is kept as sent (HttpUrl would rewrite it,
-    e.g. add a trailing slash), since it goes into pass.json unchanged."""
+    e.g. add a trailing slash), since it goes into pass.json unchanged. So it must be plain
+    ASCII, as a URL on the wire is: control and invisible characters (a right-to-left override
+    that disguises the link) are refused, and so is non-ASCII text, which the sender encodes
+    (a design saved before 2026-11-29 loads as it is)."""
     _HTTP_URL.validate_python(value)
     if any(char.isspace() for char in value):
         raise ValueError("a URL cannot contain whitespace")
+    if is_stored(info):
+        return value
+    if (problem := url_characters_problem(value)) is not None:
+        raise ValueError(f"a URL {problem}")
+    if not value.isascii():
+        raise ValueError(
+            "a URL must be ASCII: percent-encode other characters of its path and query, and "
+            "write an international domain name in its xn-- form"
+        )
     return value
 
 

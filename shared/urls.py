@@ -11,9 +11,9 @@ import unicodedata
 def url_characters_problem(url: str) -> str | None:
     """Why `url` may not be used as it is, or None when its characters are acceptable."""
     for position, char in enumerate(url):
-        if unicodedata.category(char) == "Cc" or char.isspace():
+        if unicodedata.category(char) in ("Cc", "Cf") or char.isspace():
             return (
-                "must not contain control characters or whitespace "
+                "must not contain control, invisible or whitespace characters "
                 f"(U+{ord(char):04X} at position {position})"
             )
     return None

@@ -90,6 +90,10 @@ def test_the_block_is_only_for_event_templates_shown_as_event_tickets(
         ({"venue": {**EVENT["venue"], "email": "no-at-sign"}}, "design.event.venue.email"),
         ({"links": {"sell": "ftp://example.com/sell"}}, "design.event.links.sell"),
         ({"links": {"sell": "https://example.com/a b"}}, "design.event.links.sell"),
+        # A NUL, a right-to-left override disguising the link, and non-ASCII, kept as sent.
+        ({"links": {"sell": "https://example.com/a\x00b"}}, "design.event.links.sell"),
+        ({"links": {"sell": "https://example.com/\u202egnp.exe"}}, "design.event.links.sell"),
+        ({"links": {"sell": "https://bücher.example/ä"}}, "design.event.links.sell"),
         ({"links": {"tickets": "https://example.com"}}, "design.event.links.tickets"),
         ({"seat_fields": {"row": "aisle"}}, "design.event.seat_fields.row"),
     ],
@@ -172,3 +176,8 @@ def test_seat_values_take_the_pass_value_then_the_field_default() -> None:
 
     assert seat_values(design.event, {"seat": "12"}, defaults) == {"row": "F", "number": "12"}
     assert seat_values(design.event, {"row": "G", "seat": ""}, defaults) == {"row": "G"}
+
+
+def test_an_event_link_saved_before_urls_had_to_be_ascii_still_loads() -> None:
+    saved = _design({**EVENT, "links": {"sell": "https://bücher.example/ä"}})
+    assert Design.from_stored(saved).event is not None

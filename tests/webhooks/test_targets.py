@@ -135,7 +135,7 @@ WHITESPACE = [" ", "\u00a0", "\u2028", "\u3000"]
 )
 async def test_control_characters_and_whitespace_are_refused(template: str, char: str) -> None:
     url = template.format(char)
-    with pytest.raises(UnsafeTarget, match="control characters or whitespace"):
+    with pytest.raises(UnsafeTarget, match="control, invisible or whitespace characters"):
         parse(url)
     with pytest.raises(UnsafeTarget, match=f"U\\+{ord(char):04X}"):
         await check_target(url, allow_private=True)
