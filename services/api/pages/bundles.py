@@ -11,7 +11,6 @@ own URLs.
 """
 
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from starlette.background import BackgroundTask
 
 from services.api.deps import ApiContext
 from services.api.pages.bundle_view import build_bundle_view, bundle_css
+from services.api.pages.filenames import attachment
 from services.api.pages.headers import download_headers, page_headers
 from services.api.pages.pkpasses import PKPASSES_TYPE, fitting, pkpasses_zip
 from services.api.pages.platform import detect_platform, is_bot
@@ -28,7 +28,6 @@ from services.api.pages.qr import qr_svg
 from services.api.pages.render import render_bundle
 from services.api.pages.responses import not_found_response, preview
 from services.api.pages.view import site_path
-from shared.design import Design
 from shared.ids import has_prefix
 from shared.messages import PassEventType
 from shared.models import PassBundleRecord, PassRecord, TemplateRecord
@@ -106,7 +105,7 @@ async def pkpasses_response(
         return not_found_response(ctx)
     served = served[: len(kept)]
     headers = download_headers("no-store") | {
-        "Content-Disposition": f'attachment; filename="{_filename(passes[0][1])}"'
+        "Content-Disposition": attachment(passes[0][1], "pkpasses", "passes"),
     }
     metadata = {"wallet": "apple", "bundle_id": bundle.id}
     return Response(
@@ -137,10 +136,3 @@ async def _record_all(
 ) -> None:
     for record in records:
         await ctx.record_event(record, event_type, dict(metadata))
-
-
-def _filename(template: TemplateRecord) -> str:
-    # Named after the organization, like a pass's own download (pages/responses.py).
-    name = Design.from_stored(template.design).organization_name
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60].strip("-")
-    return f"{slug or 'passes'}.pkpasses"

@@ -6,7 +6,6 @@ their own base URL, which the buttons and the QR handoff point at. Events are re
 response is sent (a holder never waits on NATS), for GET only and never for obvious bots.
 """
 
-import re
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from starlette.background import BackgroundTask
 from services.api.deps import ApiContext
 from services.api.pages.brand import brand_css, build_brand
 from services.api.pages.filed_view import build_filed_view, is_behind, pass_json_of
+from services.api.pages.filenames import attachment
 from services.api.pages.headers import download_headers, page_headers
 from services.api.pages.platform import detect_platform, is_bot
 from services.api.pages.qr import qr_svg
@@ -27,7 +27,6 @@ from services.api.pages.render import (
     render_not_found,
 )
 from services.api.pages.view import PassView, build_view, pass_css, site_path
-from shared.design import Design
 from shared.errors import NotFound
 from shared.http_date import dated, modified_since
 from shared.ids import new_id
@@ -87,7 +86,7 @@ async def pkpass_response(
         return Response(status_code=304, headers=headers)
     # Named after the organization, not the short_id: a download link must not reveal the
     # permanent address of the pass.
-    headers["Content-Disposition"] = f'attachment; filename="{_filename(template)}"'
+    headers["Content-Disposition"] = attachment(template, "pkpass", "pass")
     return Response(
         content=stored.data,
         media_type=PKPASS_TYPE,
@@ -177,9 +176,3 @@ def _not_modified(request: Request, etag: str, modified: datetime) -> bool:
         return etag in {tag.strip() for tag in if_none_match.split(",")} or if_none_match == "*"
     # Compared with the stored stamp, not the header, which may be the earlier Date.
     return not modified_since(request.headers.get("if-modified-since"), modified)
-
-
-def _filename(template: TemplateRecord) -> str:
-    name = Design.from_stored(template.design).organization_name
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60].strip("-")
-    return f"{slug or 'pass'}.pkpass"
