@@ -55,6 +55,10 @@ class PassContent:
             raise ValueError(
                 f"authentication_token must be at least {MIN_AUTH_TOKEN_LENGTH} characters"
             )
+        if self.holder_name is not None and not self.holder_name.strip():
+            # An empty name is no name, as on the landing page and at Google: no blank "Name"
+            # field taking a secondary slot, no empty attendeeName.
+            object.__setattr__(self, "holder_name", None)
         for name in METADATA_DATE_KEYS:
             value = getattr(self, name)
             if value is not None and value.utcoffset() is None:

@@ -239,6 +239,17 @@ def test_holder_name_added_as_secondary_field(identity: SigningIdentity) -> None
     assert secondary[-1] == {"key": "holder_name", "label": "Name", "value": "Ada Lovelace"}
 
 
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_an_empty_holder_name_is_no_name(identity: SigningIdentity, blank: str) -> None:
+    """It took a secondary slot with a blank "Name" field (and an empty attendeeName), while
+    the landing page and Google read it as no name."""
+    design = _design(fields=[{"key": "tier", "label": "Tier", "slot": "secondary"}])
+    secondary = render_pass_json(
+        content(design, holder_name=blank, field_values={"tier": "Gold"}), identity
+    )["generic"]["secondaryFields"]
+    assert [field["key"] for field in secondary] == ["tier"]
+
+
 def test_holder_name_not_added_when_slot_full_or_key_taken(identity: SigningIdentity) -> None:
     full = _design(
         fields=[
