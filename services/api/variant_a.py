@@ -95,10 +95,37 @@ _V1_NAMES = (
 )
 
 
+_V1_HEADS = {
+    "field_values": "data",
+    "metadata": "data.metadata",
+    "holder_name": "data.holderName",
+    "holder_email": "data.holderEmail",
+    "template_id": "templateId",
+}
+
+
 def _variant_a_names(text: str) -> str:
     for pattern, replacement in _V1_NAMES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def _variant_a_param(param: str) -> str:
+    """A v1 param as Variant A names it: its first segment only, the rest being the sender's
+    own keys (`metadata.field_values.$x` is `data.metadata.field_values.$x`)."""
+    head, dot, rest = param.partition(".")
+    return f"{_V1_HEADS.get(head, head)}{dot}{rest}"
+
+
+def _variant_a_error(message: str, param: str | None) -> tuple[str, str | None]:
+    """An error's message and param in Variant A's names: where the message repeats the param,
+    that is renamed as the param is; other messages by name (they hold no sender's key)."""
+    if param is None:
+        return _variant_a_names(message), None
+    renamed = _variant_a_param(param)
+    if param in message:
+        return message.replace(param, renamed), renamed
+    return _variant_a_names(message), renamed
 
 
 def checked_as_v1(template_id: str, mapped: PassInput) -> PassCreate:
@@ -114,12 +141,9 @@ def checked_as_v1(template_id: str, mapped: PassInput) -> PassCreate:
             }
         )
     except InvalidRequest as exc:
-        raise InvalidRequest(
-            _variant_a_names(exc.message),
-            param=None if exc.param is None else _variant_a_names(exc.param),
-            code=exc.code,
-        ) from None
+        message, param = _variant_a_error(exc.message, exc.param)
+        raise InvalidRequest(message, param=param, code=exc.code) from None
     except ValidationError as exc:
         first = exc.errors()[0]
-        param = _variant_a_names(".".join(str(part) for part in first["loc"]))
+        param = _variant_a_param(".".join(str(part) for part in first["loc"]))
         raise InvalidRequest(f"Invalid {param}: {first['msg']}.", param=param) from None
