@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import idna
+
 from shared.urls import url_characters_problem
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -61,7 +63,18 @@ def parse(url: str) -> tuple[str, str, int]:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
         raise UnsafeTarget("has an invalid port") from exc
-    return parts.scheme, parts.hostname, port
+    return parts.scheme, ascii_host(parts.hostname), port
+
+
+def ascii_host(host: str) -> str:
+    """`host` as DNS, TLS and the Host header name it: an international domain name in its
+    xn-- form (sent as Unicode, the Host header failed to encode and every attempt failed)."""
+    if host.isascii():
+        return host
+    try:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError as exc:
+        raise UnsafeTarget(f"has a host that is not a valid domain name ({exc})") from exc
 
 
 def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:

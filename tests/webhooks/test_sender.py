@@ -136,6 +136,18 @@ async def test_the_request_goes_to_the_checked_address_with_the_host_name(
     assert request.headers["host"] == f"hooks.example.test:{receiver.port}"
 
 
+async def test_an_international_host_is_sent_in_its_ascii_form(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    """Sent as Unicode, the Host header failed to encode: every attempt failed, and died."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 xn--mnchen-3ya.test\n")
+    receiver.behave("/idn")
+    assert (await send(sender(hosts=hosts), f"http://münchen.test:{receiver.port}/idn")).ok
+    [request] = receiver.requests("/idn")
+    assert request.headers["host"] == f"xn--mnchen-3ya.test:{receiver.port}"
+
+
 async def test_a_private_address_is_refused_and_nothing_is_sent(
     receiver: Receiver, tmp_path: Path
 ) -> None:

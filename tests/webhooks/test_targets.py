@@ -129,6 +129,24 @@ CONTROL = [chr(code) for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)]]
 WHITESPACE = [" ", "\u00a0", "\u2028", "\u3000"]
 
 
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://münchen.de/hook", "xn--mnchen-3ya.de"),
+        # IDNA 2008, as browsers read it: IDNA 2003 (Python's codec) made it fass.de.
+        ("https://faß.de/hook", "xn--fa-hia.de"),
+        ("https://HOOKS.Example.com/hook", "hooks.example.com"),
+    ],
+)
+def test_a_host_is_parsed_to_its_ascii_form(url: str, host: str) -> None:
+    assert parse(url)[1] == host
+
+
+def test_a_host_that_is_no_domain_name_is_refused() -> None:
+    with pytest.raises(UnsafeTarget, match="not a valid domain name"):
+        parse("https://\u0300ab.example/hook")  # a label may not begin with a combining mark
+
+
 @pytest.mark.parametrize("char", CONTROL + WHITESPACE, ids=lambda char: f"U+{ord(char):04X}")
 @pytest.mark.parametrize(
     "template", ["https://example.com/ho{}ok", "https://exa{}mple.com/hook", "{}https://x.com/"]
