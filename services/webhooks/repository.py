@@ -358,6 +358,7 @@ class WebhookRepository:
         rare partial write is told apart with one read."""
         if not outcomes:
             return set()
+        tokens_by_id = {delivery_id: token for delivery_id, token, _ in outcomes}
         writes = [
             UpdateOne(
                 {"_id": delivery_id, "lease_owner": token},
@@ -372,21 +373,29 @@ class WebhookRepository:
             )
             for delivery_id, token, changes in outcomes
         ]
-        # A manual attempt's request is cleared only if no newer one came meanwhile.
+        # A manual attempt's request is cleared only if no newer one came meanwhile, and
+        # before the lease is given back: cleared after, the delivery was for a moment free
+        # and still asked for (a second manual attempt nobody asked for), or claimed as
+        # manual and read back as scheduled (a delivered one put back on the schedule).
         clears = [
-            UpdateOne({"_id": delivery_id, "manual_at": asked}, {"$unset": {"manual_at": ""}})
+            UpdateOne(
+                {"_id": delivery_id, "manual_at": asked, "lease_owner": tokens_by_id[delivery_id]},
+                {"$unset": {"manual_at": ""}},
+            )
             for delivery_id, asked in (manual or {}).items()
+            if delivery_id in tokens_by_id
         ]
-        result = await self.deliveries.bulk_write(writes, ordered=False)
         if clears:
             await self.deliveries.bulk_write(clears, ordered=False)
+        result = await self.deliveries.bulk_write(writes, ordered=False)
         ids = {delivery_id for delivery_id, _, _ in outcomes}
         if result.matched_count == len(outcomes):
             return ids
-        tokens = {delivery_id: token for delivery_id, token, _ in outcomes}
         cursor = self.deliveries.find({"_id": {"$in": sorted(ids)}}, {"attempt_token": 1})
         return {
-            doc["_id"] async for doc in cursor if doc.get("attempt_token") == tokens[doc["_id"]]
+            doc["_id"]
+            async for doc in cursor
+            if doc.get("attempt_token") == tokens_by_id[doc["_id"]]
         }
 
     async def existing_deliveries(self, delivery_ids: list[str]) -> set[str]:

@@ -158,3 +158,42 @@ async def test_a_manual_request_is_cleared_unless_a_newer_one_came(
     assert "manual_at" not in first
     assert second is not None
     assert second["manual_at"] == T0
+
+
+class _Watched:
+    """The deliveries collection, reading the delivery back after each bulk write."""
+
+    def __init__(self, collection: Any, delivery_id: str) -> None:
+        self._collection = collection
+        self._id = delivery_id
+        self.states: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    async def bulk_write(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self._collection.bulk_write(*args, **kwargs)
+        doc = await self._collection.find_one({"_id": self._id})
+        self.states.append(doc)
+        return result
+
+
+async def test_a_manual_attempt_is_never_free_and_still_asked_for(
+    repo: WebhookRepository,
+) -> None:
+    """The request was cleared after the lease was given back: for that moment the delivery
+    was free and still asked for, so a claim could attempt it again (a second manual attempt
+    nobody asked for) or read it back as a scheduled one (a delivered delivery rescheduled)."""
+    asked = T0 - timedelta(seconds=1)
+    record = await _leased(repo, "r1/1", status="delivered", manual_at=asked)
+    watched = _Watched(repo.deliveries, record.id)
+    repo.deliveries = watched  # type: ignore[assignment]
+    recorded = await repo.record_attempts(
+        [(record.id, "r1/1", {"status": "delivered", "attempts": 2})], {record.id: asked}
+    )
+    assert recorded == {record.id}
+    for state in watched.states:
+        free = state.get("lease_owner") is None
+        assert not (free and state.get("manual_at") is not None), state
+    assert watched.states[-1]["lease_owner"] is None
+    assert "manual_at" not in watched.states[-1]
