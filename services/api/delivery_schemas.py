@@ -4,11 +4,10 @@
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Query
 from pydantic import (
-    AwareDatetime,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -17,18 +16,12 @@ from pydantic import (
 )
 
 from services.api.schemas import WEBHOOK_TYPES, StorableBody
+from shared.dates import IsoDateTime
 from shared.errors import InvalidRequest
 from shared.models import DeliveryStatus
 
 # A delivery carries one webhook event type; "*" is only a subscription's wildcard.
 DELIVERY_EVENT_TYPES = sorted(WEBHOOK_TYPES - {"*"})
-
-
-def _timestamp(value: Any, info: ValidationInfo) -> Any:
-    """ISO 8601 text only: pydantic would also take a number as Unix seconds."""
-    if value is not None and not isinstance(value, str):
-        raise ValueError("must be an ISO 8601 timestamp with an offset, as a string")
-    return value
 
 
 def _in_utc(value: datetime | None, info: ValidationInfo) -> datetime | None:
@@ -49,14 +42,15 @@ def _in_utc(value: datetime | None, info: ValidationInfo) -> datetime | None:
 class RecoverBody(StorableBody):
     model_config = ConfigDict(extra="forbid")
 
-    since: AwareDatetime = Field(
+    # IsoDateTime: text only, and not numeric text, which pydantic read as Unix seconds
+    # ("20240501", a date without its dashes, re-queued everything since 1970).
+    since: IsoDateTime = Field(
         description="Re-queue deliveries created at or after this time (ISO 8601 with an offset)."
     )
-    until: AwareDatetime | None = Field(
+    until: IsoDateTime | None = Field(
         None, description="... and before this time (ISO 8601 with an offset); null for now."
     )
 
-    _text = field_validator("since", "until", mode="before")(_timestamp)
     _utc = field_validator("since", "until")(_in_utc)
 
     @model_validator(mode="after")

@@ -210,6 +210,10 @@ def test_recover_refuses_bad_ranges_and_other_accounts_webhooks(
             ({"since": "2024-05-01T12:00:00"}, "since"),  # no offset
             ({"since": "2024-05-01"}, "since"),
             ({"since": 1714564800}, "since"),
+            # Numeric text, which pydantic read as Unix seconds: since 1970, everything.
+            ({"since": "20240501"}, "since"),
+            ({"since": "-1"}, "since"),
+            ({"since": "2024-05-01T12:00:00Z", "until": "1714600000000"}, "until"),
             ({"since": "yesterday"}, "since"),
             ({"since": "0001-01-01T00:00:00+05:00"}, "since"),
             ({"since": "2024-05-01T12:00:00Z", "until": "2024-05-01T11:59:59Z"}, "until"),
