@@ -191,15 +191,21 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if value is None:
         return None
     value = value.strip()
-    # ASCII only: str.isdigit() also takes "²", which float() refuses (RFC 9110: DIGIT).
-    if value.isascii() and value.isdigit():
-        return float(value)
+    # ASCII only: str.isdigit() also takes "²", which float() refuses (RFC 9110: DIGIT). The
+    # header sent twice arrives joined ("120, 60"): the longer wait is kept.
+    waits = [part.strip() for part in value.split(",")]
+    if all(wait.isascii() and wait.isdigit() for wait in waits):
+        return max(float(wait) for wait in waits)
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        return None
+        if "," in value:  # IMF-fixdate and RFC 850 dates name GMT: without it, malformed
+            return None
+        # asctime's form ("Sun Nov  6 08:49:37 1994") names no zone: every HTTP-date is GMT
+        # (RFC 9110, 5.6.7), which a recipient must accept in all three forms.
+        when = when.replace(tzinfo=UTC)
     return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 

@@ -187,6 +187,9 @@ NOW = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
         ("Wed, 21 Oct 2015 07:28:30 GMT", 30.0),  # an HTTP-date, 30 s after NOW
         ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
         ("Wed, 21 Oct 2015 07:20:00 GMT", 0.0),  # already past: no wait, never negative
+        ("Wednesday, 21-Oct-15 07:28:30 GMT", 30.0),  # RFC 850's form
+        ("Wed Oct 21 07:28:30 2015", 30.0),  # asctime's form, GMT without saying so
+        ("120, 60", 120.0),  # the header sent twice, joined: the longer wait
     ],
 )
 def test_retry_after_in_seconds_or_as_a_date(header: str, seconds: float) -> None:
