@@ -119,11 +119,15 @@ class WebhookRepository:
 
     async def purge_finished(self, before: datetime) -> int:
         """Delete the deliveries that are over (delivered or dead) and whose event came before
-        `before` (docs/webhooks.md#retention): read by `_id`, whose time is the event's."""
+        `before` (docs/webhooks.md#retention): read by `_id`, whose time is the event's. Not
+        one a resend or recover asked for (`manual_at`), or one held by a replica (its attempt
+        would find it gone): they go at a later sweep."""
         result = await self.deliveries.delete_many(
             {
                 "_id": {"$lt": first_id_at("webhook_delivery", int(before.timestamp() * 1000))},
                 "status": {"$in": list(FINISHED_DELIVERY_STATUSES)},
+                "manual_at": None,
+                "lease_owner": None,
             }
         )
         return result.deleted_count

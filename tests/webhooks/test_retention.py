@@ -2,6 +2,7 @@
 (services/webhooks/retention.py); pending and failed ones, and newer ones, stay."""
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.retention import delivery_retention
@@ -13,9 +14,9 @@ from tests.support.polling import poll_async
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 
 
-async def _delivery(repo: WebhookRepository, status: str, event_at: datetime) -> str:
+async def _delivery(repo: WebhookRepository, status: str, event_at: datetime, **fields: Any) -> str:
     delivery_id = derived_id(
-        "webhook_delivery", int(event_at.timestamp() * 1000), f"{status}{event_at}"
+        "webhook_delivery", int(event_at.timestamp() * 1000), f"{status}{event_at}{fields}"
     )
     record = DeliveryRecord.model_validate(
         {
@@ -29,6 +30,7 @@ async def _delivery(repo: WebhookRepository, status: str, event_at: datetime) ->
             "payload": "{}",
             "status": status,
             "next_attempt_at": event_at if status in ("pending", "failed") else None,
+            **fields,
         }
     )
     await repo.deliveries.insert_one(record.model_dump(by_alias=True))
@@ -45,6 +47,9 @@ async def test_finished_deliveries_older_than_the_retention_are_deleted(
     old = NOW - timedelta(days=91)
     gone = {await _delivery(repo, status, old) for status in ("delivered", "dead")}
     kept = {await _delivery(repo, status, old) for status in ("pending", "failed")}
+    # Asked for again by a resend or a recover, or in an attempt: not yet.
+    kept.add(await _delivery(repo, "dead", old, manual_at=NOW))
+    kept.add(await _delivery(repo, "delivered", old, lease_owner="r1/1", lease_until=NOW))
     kept |= {
         await _delivery(repo, status, NOW - timedelta(days=89)) for status in ("delivered", "dead")
     }
