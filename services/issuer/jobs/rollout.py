@@ -35,6 +35,7 @@ from shared.clock import Clock
 from shared.design import Design
 from shared.ids import new_id
 from shared.models import JobRecord, PassRecord, TemplateRecord
+from shared.pass_values import check_barcode_fits
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,10 @@ def _to_current_design(
         return None  # superseded: a newer rollout builds this pass with the newer design
     if record.design_version >= template.design_version:
         return None  # built from this design already (created or updated since the change)
+    # A new barcode format or message may not carry this pass's values (Code 128 takes Latin-1
+    # only, PDF417 about 1,000 bytes): the pass fails its row, keeping its working version,
+    # rather than get a barcode Wallet leaves blank (the PATCH checked the message alone).
+    check_barcode_fits(design, record.field_values)
     return Changed(
         updates={},
         event_metadata={"design_version": template.design_version},

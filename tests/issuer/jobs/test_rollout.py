@@ -368,3 +368,46 @@ async def test_a_pass_voided_while_an_update_job_runs_is_reported_refused_not_ch
     stored = await repo.pass_(ACCOUNT, "test", voided.id)
     assert stored is not None
     assert "seat" not in stored.field_values
+
+
+async def test_a_pass_whose_values_the_new_barcode_cannot_carry_fails_its_row(
+    service: IssuerService,
+    repo: IssuerRepository,
+    artifacts: WalletArtifacts,
+    store: JobStore,
+) -> None:
+    """QR to Code 128, which carries Latin-1 only: the pass holding "Łukasz" was rebuilt with a
+    barcode Wallet cannot draw (the PATCH checked the fixed text alone). It fails its row and
+    keeps the version whose barcode works; the others move on."""
+    template = await service.handle(template_command())
+    assert isinstance(template, TemplateRecord)
+    design = {
+        **TEMPLATE_BODY["design"],
+        "barcode": {"format": "qr", "message": "{field_values.gate}"},
+    }
+    await service.handle(UpdateTemplate(**command_base(), template_id=template.id, design=design))
+    latin = await service.handle(
+        CreatePass(**command_base(), template_id=template.id, field_values={"gate": "Lukasz"})
+    )
+    polish = await service.handle(
+        CreatePass(**command_base(), template_id=template.id, field_values={"gate": "Łukasz"})
+    )
+    assert isinstance(latin, PassRecord)
+    assert isinstance(polish, PassRecord)
+    code128 = {**design, "barcode": {"format": "code128", "message": "{field_values.gate}"}}
+    patched = await service.handle(
+        UpdateTemplate(**command_base(), template_id=template.id, design=code128)
+    )
+    assert isinstance(patched, TemplateRecord)
+    assert patched.rollout_job_id is not None
+    worker = _rollouts(repo, artifacts, store)
+    while chunks := await _claim(store):
+        for chunk in chunks:
+            await worker.run_chunk(chunk, "test/1")
+    job = await _job(store, patched.rollout_job_id)
+    assert (job.succeeded, job.failed) == (1, 1)
+    [error] = job.errors
+    assert (error.pass_id, error.error.param) == (polish.id, "field_values.gate")
+    stored = await repo.passes_by_id(ACCOUNT, "test", [latin.id, polish.id])
+    assert stored[latin.id].design_version == patched.design_version
+    assert stored[polish.id].design_version == polish.design_version
