@@ -16,6 +16,7 @@ from shared.barcode_capacity import barcode_problem
 from shared.dates import date_text_problem, parse_aware_datetime, parse_w3c_datetime
 from shared.design import Design
 from shared.errors import InvalidRequest
+from shared.models import PassRecord, TemplateRecord
 from shared.pass_limits import field_values_problem, metadata_problem
 
 METADATA_DATE_KEYS = ("expiration_date", "relevant_date")
@@ -115,7 +116,8 @@ def check_barcode_fits(
     """The pass's barcode, with its values, one its format can carry (shared/barcode_capacity.py);
     the 400 names the first value the message takes, or the barcode when it takes none. With
     `changed` (an update), only when a changed key is one a barcode shows: a pass stored before
-    this check stays updatable."""
+    this check stays updatable; pass None for an update that also moves the pass to a newer
+    design (`moves_design`), whose barcodes may not carry the values it already holds."""
     if changed is not None:
         shown = {key for code in design.barcode_list() for key in code.field_keys()}
         if not shown.intersection(changed):
@@ -130,6 +132,12 @@ def check_barcode_fits(
         param=param,
         code="parameter_invalid",
     )
+
+
+def moves_design(record: PassRecord, template: TemplateRecord) -> bool:
+    """Whether rebuilding `record` builds it from a newer design than its current file's (a
+    rollout that has not reached it, or whose row failed for its barcode)."""
+    return record.design_version < template.design_version
 
 
 def check_pass_values(

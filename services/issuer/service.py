@@ -92,6 +92,7 @@ from shared.pass_values import (
     check_metadata_dates,
     check_pass_limits,
     merged,
+    moves_design,
 )
 from shared.redemption import resolve_policy
 
@@ -464,7 +465,10 @@ class IssuerService:
         # A PATCH adds to what is stored: the limits hold for the merged pass (F10).
         check_pass_limits(field_values, metadata)
         check_metadata_dates(metadata)
-        check_barcode_fits(design, field_values, changed=cmd.field_values or {})
+        # Moving to a newer design, every value its barcodes show is checked: a rollout kept
+        # this pass back because they cannot carry them (docs/templates.md#barcodes).
+        changed = None if moves_design(record, template) else cmd.field_values or {}
+        check_barcode_fits(design, field_values, changed=changed)
         holder = cmd.holder or {}
         updated = record.model_copy(
             update={

@@ -28,6 +28,7 @@ from shared.pass_values import (
     check_metadata_dates,
     check_pass_limits,
     merged,
+    moves_design,
 )
 
 JOB_TYPE = "update_passes"
@@ -52,7 +53,8 @@ def _with_values(
     metadata = merged(record.metadata, new_metadata)
     check_pass_limits(field_values, metadata)
     check_metadata_dates(metadata)
-    check_barcode_fits(design, field_values, changed=new_values)
+    changed = None if moves_design(record, template) else new_values
+    check_barcode_fits(design, field_values, changed=changed)
     return Changed(
         updates={"field_values": field_values, "metadata": metadata},
         event_metadata={"field_values": sorted(new_values), "metadata": sorted(new_metadata)},

@@ -23,12 +23,13 @@ from services.issuer.jobs.worker import JobWorker
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
-from shared.errors import InternalError
+from shared.errors import InternalError, InvalidRequest
 from shared.messages import (
     CancelJob,
     CreatePass,
     CreateUpdatePassesJob,
     JobCanceled,
+    UpdatePass,
     UpdateTemplate,
     VoidPass,
 )
@@ -411,3 +412,15 @@ async def test_a_pass_whose_values_the_new_barcode_cannot_carry_fails_its_row(
     stored = await repo.passes_by_id(ACCOUNT, "test", [latin.id, polish.id])
     assert stored[latin.id].design_version == patched.design_version
     assert stored[polish.id].design_version == polish.design_version
+    # An update that would build it from the new design is refused the same way, even one
+    # that changes no value its barcode shows: it rebuilt the pass with the undrawable code.
+    with pytest.raises(InvalidRequest) as refused:
+        await service.handle(
+            UpdatePass(**command_base(), pass_id=polish.id, metadata={"note": "x"})
+        )
+    assert refused.value.param == "field_values.gate"
+    fixed = await service.handle(
+        UpdatePass(**command_base(), pass_id=polish.id, field_values={"gate": "Lukasz"})
+    )
+    assert isinstance(fixed, PassRecord)
+    assert fixed.design_version == patched.design_version
