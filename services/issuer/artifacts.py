@@ -14,6 +14,7 @@ from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, SignedPass, sign_pass
 from shared.design import Design
+from shared.design_images import Images
 from shared.errors import InvalidRequest
 from shared.metrics import PKPASS_BUILD
 from shared.models import PassRecord, TemplateRecord
@@ -90,8 +91,16 @@ class WalletArtifacts:
         return now != before.google_object_digest
 
     async def signed_pass(
-        self, record: PassRecord, template: TemplateRecord, design: Design
+        self,
+        record: PassRecord,
+        template: TemplateRecord,
+        design: Design,
+        *,
+        images_optional: bool = False,
     ) -> SignedPass:
+        """The signed pass. With `images_optional` (a void, a redaction: they must happen), a
+        design image Wallet cannot use leaves the file without the design's images (the
+        generated icon alone) instead of refusing."""
         content = self.content(record, template, design)
         with PKPASS_BUILD.time():
             try:
@@ -100,6 +109,17 @@ class WalletArtifacts:
                 assets = await asyncio.to_thread(pass_assets, design, template.apple_style)
             except ValueError as exc:
                 # Only a design saved before images were cleaned can get here.
+                if images_optional:
+                    log.warning(
+                        "template %s: an image Wallet cannot use (%s); pass %s built without "
+                        "the design's images",
+                        template.id,
+                        exc,
+                        record.id,
+                    )
+                    bare = design.model_copy(update={"images": Images()})
+                    assets = await asyncio.to_thread(pass_assets, bare, template.apple_style)
+                    return sign_pass(content, self.identities.apple, assets)
                 raise InvalidRequest(
                     f"Template '{template.id}' has an image Wallet cannot use: {exc}. Replace "
                     f"it with PATCH /v1/templates/{template.id}.",

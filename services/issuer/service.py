@@ -514,8 +514,15 @@ class IssuerService:
             }
         )
         design = Design.from_stored(template.design)
+        # Whatever the template's images: an erasure request must succeed.
         outcome = await self._store_pass(
-            redacted, template, design, "voided", {"reason": "redacted"}, insert=False
+            redacted,
+            template,
+            design,
+            "voided",
+            {"reason": "redacted"},
+            insert=False,
+            images_optional=True,
         )
         store = outcome.apply
 
@@ -547,7 +554,9 @@ class IssuerService:
             }
         )
         design = Design.from_stored(template.design)
-        return await self._store_pass(updated, template, design, "voided", {}, insert=False)
+        return await self._store_pass(
+            updated, template, design, "voided", {}, insert=False, images_optional=True
+        )
 
     async def _create_download_link(self, cmd: CreateDownloadLink) -> Outcome:
         record = await self._pass_or_404(cmd)
@@ -583,8 +592,11 @@ class IssuerService:
         event_metadata: dict[str, Any],
         *,
         insert: bool,
+        images_optional: bool = False,
     ) -> Outcome:
-        signed = await self._artifacts.signed_pass(record, template, design)
+        signed = await self._artifacts.signed_pass(
+            record, template, design, images_optional=images_optional
+        )
         # Every version of a pass has a Google link (signed when asked); with real credentials
         # its object is upserted after the commit by the Google step (a voided pass turns
         # INACTIVE).

@@ -27,7 +27,7 @@ from tests.issuer.pkpass_samples import (
     png,
     png_with,
 )
-from tests.support.api import TEMPLATE_BODY, create_template
+from tests.support.api import TEMPLATE_BODY, create_template, ok
 from tests.support.polling import poll
 from tests.support.stack import Stack
 
@@ -243,3 +243,31 @@ def test_an_image_that_does_not_decode_is_refused_with_its_param(stack: Stack) -
     error = refused.json()["error"]
     assert error["param"] == "design.images.logo.x2"
     assert "image 'logo@2x' could not be decoded as a PNG" in error["message"]
+
+
+def test_a_pass_of_a_template_whose_image_cannot_be_cleaned_is_still_voided_and_redacted(
+    stack: Stack,
+) -> None:
+    """A void or a redaction must happen whatever the template's images: they answered 400
+    template_image_invalid, the pass stayed live and the holder's data unerased. The new file
+    goes without the design's images (the generated icon alone)."""
+    with stack.client(headers=stack.new_account().headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+        voided = ok(client.post("/v1/passes", json={"template_id": template["id"]}))
+        redacted = ok(
+            client.post(
+                "/v1/passes", json={"template_id": template["id"], "holder_name": "Ada Lovelace"}
+            )
+        )
+        mongo, db = _db(stack)
+        with mongo:
+            bad = {"logo": b64(png(30, 10)[:33] + png(8, 8)[33:])}  # too few pixels to decode
+            db["templates"].update_one({"_id": template["id"]}, {"$set": {"design.images": bad}})
+        gone = ok(client.delete(f"/v1/passes/{voided['id']}"))
+        erased = ok(client.post(f"/v1/passes/{redacted['id']}/redact"))
+    assert gone["voided"] is True
+    assert (erased["voided"], erased["holder_name"]) == (True, None)
+    files = _files(httpx2.get(voided["download_url"], timeout=30).content)
+    assert json.loads(files["pass.json"])["voided"] is True
+    assert "logo.png" not in files
+    assert "icon.png" in files
