@@ -310,3 +310,14 @@ class Images(_Strict):
         names = ("icon", "logo", "strip", "thumbnail", "background", "footer", "artwork")
         found = {name: getattr(self, name) for name in names}
         return {name: image for name, image in found.items() if image is not None}
+
+
+def image_version(image: ImageScales | str) -> str:
+    """A short digest of an image as stored (base64 text, at every scale): put in the URL it
+    is served at (`?v=`), so a replaced image has a new URL. Google Wallet keeps its own copy
+    of an image fetched by URL, and browsers cache it: the same URL would keep the old one."""
+    if isinstance(image, str):
+        data = image
+    else:
+        data = "|".join(f"{scale}:{encoded}" for scale, encoded in sorted(image.scales().items()))
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -14,7 +14,7 @@ from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, SignedPass, sign_pass
 from shared.design import Design
-from shared.design_images import Images
+from shared.design_images import Images, image_version
 from shared.errors import InvalidRequest
 from shared.metrics import PKPASS_BUILD
 from shared.models import PassRecord, TemplateRecord
@@ -36,11 +36,17 @@ class WalletArtifacts:
         it) as the api serves it publicly, else its Apple logo, else None.
 
         Kept for an archived template, whose logos the api goes on serving: archiving must not
-        rewrite the Google class of passes that stay valid.
+        rewrite the Google class of passes that stay valid. Versioned by the image (`?v=`):
+        Google keeps its own copy of an image it fetched, so a new logo needs a new URL (the
+        same URL sent again left every saved pass on the old logo, and a generic object,
+        which holds the logo, was not even sent again).
         """
         if design.google_logo is not None:
-            return f"{self._site_url}/t/{template.id}/google-logo.png"
-        return f"{self._site_url}/t/{template.id}/logo.png" if design.images.logo else None
+            version = image_version(design.google_logo)
+            return f"{self._site_url}/t/{template.id}/google-logo.png?v={version}"
+        if design.images.logo is None:
+            return None
+        return f"{self._site_url}/t/{template.id}/logo.png?v={image_version(design.images.logo)}"
 
     @property
     def google(self) -> GoogleWallet:

@@ -3,6 +3,8 @@
 import base64
 
 from services.api.pages.view import build_view, pass_css, site_path
+from shared.design import Design
+from shared.design_images import image_version
 from tests.issuer.pkpass_samples import png
 from tests.support.records import DESIGN, pass_record, template_record
 
@@ -90,13 +92,16 @@ def test_title_falls_back_to_the_organization_and_google_may_be_missing() -> Non
 def test_logo_is_served_same_origin_under_the_site_path() -> None:
     logo = base64.b64encode(png(100, 30)).decode()
     template = template_record(design={**DESIGN, "images": {"logo": logo}})
-    assert build_view(pass_record(), template).logo_url == "/t/tmpl_test/logo.png"
+    stored = Design.from_stored(template.design).images.logo  # as saved (cleaned)
+    assert stored is not None
+    versioned = f"/t/tmpl_test/logo.png?v={image_version(stored)}"  # a new logo, a new URL
+    assert build_view(pass_record(), template).logo_url == versioned
     prefixed = build_view(pass_record(), template, path_prefix=site_path("https://x.io/wallet/"))
-    assert prefixed.logo_url == "/wallet/t/tmpl_test/logo.png"
+    assert prefixed.logo_url == f"/wallet{versioned}"
     assert site_path("https://x.io") == ""
     # An archived template's passes remain valid, with their logo.
     archived = template.model_copy(update={"archived": True})
-    assert build_view(pass_record(), archived).logo_url == "/t/tmpl_test/logo.png"
+    assert build_view(pass_record(), archived).logo_url == versioned
 
 
 def test_pass_css_carries_the_colors_and_nothing_else() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from services.issuer.artifacts import WalletArtifacts
 from services.issuer.validation import validate_design
 from shared.design import Design
+from shared.design_images import image_version
 from shared.models import PassRecord, TemplateRecord
 from tests.issuer.event_samples import poster_design
 from tests.issuer.pkpass_samples import all_scales, b64, minimal_design, png
@@ -50,10 +51,25 @@ def test_the_square_google_logo_is_preferred_to_the_apple_logo(tmp_path: Path) -
     google_only = _template({**minimal_design("generic"), **google_logo})
     neither = _template(minimal_design("generic"))
 
-    assert _logo_url(artifacts, both) == f"{SITE}/t/template_logos/google-logo.png"
-    assert _logo_url(artifacts, google_only) == f"{SITE}/t/template_logos/google-logo.png"
-    assert _logo_url(artifacts, apple_only) == f"{SITE}/t/template_logos/logo.png"  # as before
+    stored = Design.from_stored(both.design).google_logo  # as saved (cleaned)
+    assert stored is not None
+    square = f"{SITE}/t/template_logos/google-logo.png?v={image_version(stored)}"
+    assert _logo_url(artifacts, both) == square
+    assert _logo_url(artifacts, google_only) == square
+    assert str(_logo_url(artifacts, apple_only)).startswith(f"{SITE}/t/template_logos/logo.png?v=")
     assert _logo_url(artifacts, neither) is None
+
+
+def test_a_new_logo_has_a_new_url(tmp_path: Path) -> None:
+    """Google keeps its own copy of an image it fetched by URL: the same URL for a new logo
+    left every saved pass on the old one (and a generic object, which holds the logo, was
+    not even sent again, being unchanged)."""
+    artifacts = dev_artifacts(tmp_path)
+    first = _template({**minimal_design("generic"), "images": {"logo": b64(png(100, 30))}})
+    second = _template({**minimal_design("generic"), "images": {"logo": b64(png(100, 31))}})
+    again = _template({**minimal_design("generic"), "images": {"logo": b64(png(100, 30))}})
+    assert _logo_url(artifacts, first) != _logo_url(artifacts, second)
+    assert _logo_url(artifacts, first) == _logo_url(artifacts, again)
 
 
 def test_the_save_link_carries_the_google_logo_and_the_event(tmp_path: Path) -> None:
@@ -84,7 +100,9 @@ def test_the_save_link_carries_the_google_logo_and_the_event(tmp_path: Path) -> 
     payload = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["payload"]
     (event_class,) = payload["eventTicketClasses"]
     (event_object,) = payload["eventTicketObjects"]
-    assert event_class["logo"]["sourceUri"]["uri"] == f"{SITE}/t/{template.id}/google-logo.png"
+    assert event_class["logo"]["sourceUri"]["uri"].startswith(
+        f"{SITE}/t/{template.id}/google-logo.png?v="
+    )
     assert event_class["dateTime"]["start"] == "2031-06-01T20:00:00+02:00"
     assert event_class["venue"]["name"]["defaultValue"]["value"] == "Arena"
     assert event_object["seatInfo"]["seat"]["defaultValue"]["value"] == "12"
