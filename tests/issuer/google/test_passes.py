@@ -104,7 +104,13 @@ async def test_with_a_client_the_link_is_skinny_and_made_without_calling_google(
         object_id = f"{identity.issuer_id}.{PASS_ID}"
         class_id = f"{identity.issuer_id}.{TEMPLATE_ID}"
 
-        url = save_link(wallet, template, _pass(), now=NOW)
+        # Before the Google step first synced it, ids alone would open Google's error page:
+        # the link carries the class and the object.
+        pending = _payload(identity, save_link(wallet, template, _pass(), now=NOW))
+        assert [o["id"] for o in pending["eventTicketObjects"]] == [object_id]
+        assert [c["id"] for c in pending["eventTicketClasses"]] == [class_id]
+        synced = _pass(google_status="synced", google_object_digest="d1")
+        url = save_link(wallet, template, synced, now=NOW)
         assert _payload(identity, url) == {
             "eventTicketObjects": [{"id": object_id, "classId": class_id}]
         }
