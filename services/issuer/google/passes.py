@@ -41,15 +41,16 @@ def save_link(
     now: datetime | None = None,
 ) -> str:
     """The "Add to Google Wallet" link of a pass, made here without calling Google: skinny
-    (ids only) with a REST client once the Google sync step upserted its object
-    (google/sync.py); fat (class and object inside) without one, and before the step first
-    synced it (a new pass, a bulk import's thousands waiting their turn, a class not yet
-    inserted): ids alone would open Google's error page. Google saves an object that exists
-    as it is at Google, whatever a fat link carries."""
+    (ids only) with a REST client when the Google sync step upserted this very object
+    (google/sync.py: its digest is the one stored); fat (class and object inside) without a
+    client, and otherwise: a new pass, a bulk import's thousands waiting their turn, a class
+    not yet inserted, an issuer id changed since (another object id), for which ids alone
+    would open Google's error page. Google saves an object that exists as it is at Google,
+    whatever a fat link carries."""
     vertical = vertical_for(template.type)
     resource_class, resource = resources(wallet, template, pass_record, logo_url=logo_url)
-    never_synced = pass_record.google_object_digest is None
-    if wallet.client is None or never_synced:
+    at_google = pass_record.google_object_digest == digest(resource)
+    if wallet.client is None or not at_google:
         return save_url(
             wallet.identity,
             origins=wallet.origins,

@@ -160,19 +160,34 @@ class GoogleSyncStore:
             await asyncio.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS))  # noqa: S311  # jitter
         return False
 
-    async def class_version(self, template_id: str) -> int:
-        doc = await self.classes.find_one({"_id": template_id}, {"synced_version": 1})
-        return int(doc.get("synced_version", 0)) if doc else 0
+    async def class_version(self, template_id: str, issuer_id: str) -> int:
+        """The design version of the template's class at Google under `issuer_id` (0: none
+        known; a class synced under another issuer, or before the issuer was recorded, is not
+        this one: an operator who moves to another Wallet issuer gets every class inserted
+        there, where they were taken as sent and every object insert refused)."""
+        doc = await self.classes.find_one(
+            {"_id": template_id}, {"synced_version": 1, "synced_issuer": 1}
+        )
+        if doc is None or doc.get("synced_issuer") != issuer_id:
+            return 0
+        return int(doc.get("synced_version", 0))
 
-    async def class_synced(self, template_id: str, design_version: int) -> None:
-        await self._write(
-            lambda session: self.classes.update_one(
-                {"_id": template_id},
+    async def class_synced(self, template_id: str, issuer_id: str, design_version: int) -> None:
+        async def write(session: AsyncClientSession) -> None:
+            same = await self.classes.update_one(
+                {"_id": template_id, "synced_issuer": issuer_id},
                 {"$max": {"synced_version": design_version}},
-                upsert=True,
                 session=session,
             )
-        )
+            if same.matched_count == 0:  # none yet, or under another issuer
+                await self.classes.update_one(
+                    {"_id": template_id},
+                    {"$set": {"synced_issuer": issuer_id, "synced_version": design_version}},
+                    upsert=True,
+                    session=session,
+                )
+
+        await self._write(write)
 
     async def mark_class_due(
         self, template: TemplateRecord, now: datetime, session: AsyncClientSession
@@ -322,9 +337,10 @@ class GoogleSyncer:
         design version (this process remembers; the store tells the other replicas)."""
         if self._classes.get(template.id, 0) >= template.design_version:
             return
-        if await self._store.class_version(template.id) < template.design_version:
+        issuer_id = self._artifacts.google.identity.issuer_id
+        if await self._store.class_version(template.id, issuer_id) < template.design_version:
             await self._upsert_class(template)
-            await self._store.class_synced(template.id, template.design_version)
+            await self._store.class_synced(template.id, issuer_id, template.design_version)
         self._classes[template.id] = template.design_version
 
     async def _upsert_class(self, template: TemplateRecord) -> None:

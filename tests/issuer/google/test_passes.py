@@ -11,6 +11,7 @@ from services.issuer.google.client import WalletRestClient
 from services.issuer.google.identity import GoogleIdentity
 from services.issuer.google.passes import (
     GoogleWallet,
+    object_digest,
     save_link,
     sync_object,
     sync_template,
@@ -109,12 +110,16 @@ async def test_with_a_client_the_link_is_skinny_and_made_without_calling_google(
         pending = _payload(identity, save_link(wallet, template, _pass(), now=NOW))
         assert [o["id"] for o in pending["eventTicketObjects"]] == [object_id]
         assert [c["id"] for c in pending["eventTicketClasses"]] == [class_id]
-        synced = _pass(google_status="synced", google_object_digest="d1")
+        sent = object_digest(wallet, template, _pass())
+        synced = _pass(google_status="synced", google_object_digest=sent)
         url = save_link(wallet, template, synced, now=NOW)
         assert _payload(identity, url) == {
             "eventTicketObjects": [{"id": object_id, "classId": class_id}]
         }
         assert fake_google.requests == []  # the Google step upserts (google/sync.py)
+        # Another object than the one at Google (another issuer id, say): fat again.
+        elsewhere = _pass(google_status="synced", google_object_digest="another object")
+        assert "eventTicketClasses" in _payload(identity, save_link(wallet, template, elsewhere))
 
         await sync_template(wallet, template)
         await sync_object(wallet, template, _pass())

@@ -224,3 +224,20 @@ async def test_a_class_that_may_have_landed_after_a_newer_design_is_due_again(
     assert due["_id"] == first.id
     await worker._sync_due_classes()
     assert any("Moved to Hall B" in str(stored) for stored in fake_google.classes.values())
+
+
+async def test_a_class_synced_under_another_issuer_is_not_taken_as_sent(
+    repo: IssuerRepository,
+) -> None:
+    """An operator moving to another Wallet issuer account: every class counted as at Google
+    and never inserted under the new issuer, so every object insert was refused, forever."""
+    store = GoogleSyncStore(repo.db)
+    await store.class_synced("tmpl_a", "3388000000000000001", 2)
+    assert await store.class_version("tmpl_a", "3388000000000000001") == 2
+    assert await store.class_version("tmpl_a", "3388000000000000002") == 0
+    await store.class_synced("tmpl_a", "3388000000000000002", 1)
+    assert await store.class_version("tmpl_a", "3388000000000000002") == 1
+    assert await store.class_version("tmpl_a", "3388000000000000001") == 0
+    # Recorded before the issuer was (2026-11-29): upserted once more, which changes nothing.
+    await repo.db["google_classes"].insert_one({"_id": "tmpl_old", "synced_version": 3})
+    assert await store.class_version("tmpl_old", "3388000000000000001") == 0
