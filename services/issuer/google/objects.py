@@ -182,7 +182,9 @@ def build_object(
             resource["accountName"] = holder
     elif vertical == "offer":
         if holder:
-            modules.append({"id": HOLDER_MODULE_ID, "header": "Name", "body": holder})
+            # First: Google shows 10 text modules of an object, and the holder's name was the
+            # eleventh of a design with ten fields.
+            modules.insert(0, {"id": HOLDER_MODULE_ID, "header": "Name", "body": holder})
     else:  # generic
         resource["cardTitle"] = _localized(design.organization_name, design)
         resource["header"] = _localized(design.description, design)

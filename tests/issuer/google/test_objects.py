@@ -151,6 +151,15 @@ def test_holder_name_then_email_then_nothing(identity: GoogleIdentity, template_
     assert _holder(anonymous) is None
 
 
+def test_a_coupon_shows_its_holder_first_of_its_text_modules(identity: GoogleIdentity) -> None:
+    """Google shows 10 text modules of an object: last, the holder was the eleventh of a
+    design with ten fields, and never shown."""
+    fields = [{"key": f"f{n}", "label": f"F{n}", "slot": "back", "default": "v"} for n in range(10)]
+    modules = sample_object(identity, "coupon", make_design(fields=fields))["textModulesData"]
+    assert modules[0]["id"] == HOLDER_MODULE_ID
+    assert len(modules) == 11
+
+
 def test_vertical_specific_object_fields(identity: GoogleIdentity) -> None:
     assert sample_object(identity, "event")["ticketNumber"] == SERIAL
     assert sample_object(identity, "membership")["accountId"] == SHORT_ID
