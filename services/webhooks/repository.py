@@ -105,9 +105,16 @@ class WebhookRepository:
         doc = await self.webhooks.find_one({"_id": webhook_id})
         return None if doc is None else WebhookRecord.model_validate(doc)
 
-    async def update_fields(self, webhook_id: str, changes: dict[str, Any]) -> None:
-        """Set these fields of the webhook, and only these."""
-        await self.webhooks.update_one({"_id": webhook_id}, {"$set": changes})
+    async def update_fields(
+        self, webhook_id: str, changes: dict[str, Any], *, enabled: bool | None = None
+    ) -> bool:
+        """Set these fields of the webhook, and only these; with `enabled`, only while it is
+        still enabled or disabled as the caller read it. Whether it was written."""
+        query: dict[str, Any] = {"_id": webhook_id}
+        if enabled is not None:
+            query["enabled"] = enabled
+        result = await self.webhooks.update_one(query, {"$set": changes})
+        return result.matched_count == 1
 
     async def delete(self, webhook_id: str) -> None:
         """Hard delete: its history (which also ends its pending retries), then the webhook.
@@ -152,7 +159,7 @@ class WebhookRepository:
 
     async def count_auto_disabled(self) -> int:
         """Webhooks Tessera disabled for failing (a gauge)."""
-        return await self.webhooks.count_documents({"disabled_reason": "failing"})
+        return await self.webhooks.count_documents({"disabled_reason": "failing", "enabled": False})
 
     # -- processed commands (a retried command answers its first result) ----------------------
 

@@ -38,6 +38,9 @@ from shared.messages import (
 from shared.models import WebhookRecord
 from shared.views import WebhookView
 
+# An update re-reads and tries again when the webhook was enabled or disabled meanwhile.
+_UPDATE_TRIES = 5
+
 
 class WebhookService:
     def __init__(
@@ -182,7 +185,17 @@ class WebhookService:
         return record
 
     async def _update(self, cmd: UpdateWebhook) -> WebhookView:
-        record = await self._existing(cmd)
+        # Written only if `enabled` is still as read: an auto-disable committing between the
+        # read and the write made an `enabled: true` set that alone, leaving the webhook
+        # enabled with its `disabled_reason` and failure streak (disabled again at once).
+        for _ in range(_UPDATE_TRIES):
+            record = await self._existing(cmd)
+            changes = await self._changes(cmd, record)
+            if await self._repo.update_fields(record.id, changes, enabled=record.enabled):
+                return _public(record.model_copy(update=changes))
+        raise RuntimeError(f"webhook {cmd.webhook_id} kept changing under its update")
+
+    async def _changes(self, cmd: UpdateWebhook, record: WebhookRecord) -> dict[str, Any]:
         sent = {"events", "enabled", "description", "max_deliveries_per_second"}
         changes: dict[str, Any] = cmd.model_dump(include=sent, exclude_none=True)
         changes |= dict.fromkeys(cmd.nulls)
@@ -206,8 +219,7 @@ class WebhookService:
         changes["updated_at"] = self._clock.now()
         # Only what this update changes is written: a rotation or an attempt's health
         # recorded meanwhile stays.
-        await self._repo.update_fields(record.id, changes)
-        return _public(record.model_copy(update=changes))
+        return changes
 
     async def _rotate(self, cmd: RotateWebhookSecret) -> WebhookCreated:
         return _created(*await rotation.rotate(self._repo, self._box, self._clock, cmd))

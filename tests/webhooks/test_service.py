@@ -5,6 +5,7 @@ on two replicas, and URLs the owner refuses."""
 
 import asyncio
 import ipaddress
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -199,3 +200,49 @@ async def _public_dns_or_literal(host: str) -> list[IPAddress]:
         return [ipaddress.ip_address(host)]
     except ValueError:
         return await _public_dns(host, 0)
+
+
+class _DisabledRightAfterTheRead(WebhookRepository):
+    """Auto-disable commits between an update's read of the webhook and its write."""
+
+    async def get(self, account_id: str, mode: str, webhook_id: str) -> Any:
+        record = await super().get(account_id, mode, webhook_id)
+        if record is not None and record.enabled:
+            await self.webhooks.update_one(
+                {"_id": webhook_id},
+                {"$set": {"enabled": False, "disabled_reason": "failing"}},
+            )
+        return record
+
+
+async def test_enabling_while_auto_disable_commits_clears_its_reason(
+    repo: WebhookRepository,
+) -> None:
+    """`enabled: true` read the webhook as enabled and set that alone: left enabled with its
+    `disabled_reason` and failure streak, it was disabled again at its next failure, and the
+    gauge counted it as disabled."""
+    created = await _service(repo).handle(_create())
+    webhook_id = _fields(created)["id"]
+    await repo.webhooks.update_one(
+        {"_id": webhook_id}, {"$set": {"failing_since": datetime.now(UTC)}}
+    )
+    racing = _service(_DisabledRightAfterTheRead(repo.webhooks.database))
+    update = UpdateWebhook.model_validate(
+        {
+            "command_id": new_id("command"),
+            "account_id": "acct_a",
+            "mode": "test",
+            "webhook_id": webhook_id,
+            "enabled": True,
+        }
+    )
+    answer = _fields(await racing.handle(update))
+    stored = await repo.webhooks.find_one({"_id": webhook_id})
+    assert stored is not None
+    assert (stored["enabled"], stored["disabled_reason"], stored["failing_since"]) == (
+        True,
+        None,
+        None,
+    )
+    assert (answer["enabled"], answer["disabled_reason"]) == (True, None)
+    assert await repo.count_auto_disabled() == 0
