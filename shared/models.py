@@ -174,6 +174,9 @@ class PreviousSecret(BaseModel):
 
     secret_encrypted: str
     expires_at: datetime
+    # The command of the rotation that made it the current secret (None for a webhook's first
+    # secret): a replay of that command answers it, though another rotation came since.
+    rotated_by: str | None = None
 
 
 # Why a webhook is disabled: "failing" when Tessera disabled it after every attempt failed for

@@ -56,7 +56,7 @@ def live_secrets(record: WebhookRecord, box: SecretBox, now: datetime) -> list[s
 
 
 def previous_after_rotation(
-    record: WebhookRecord, now: datetime, grace_seconds: int
+    record: WebhookRecord, now: datetime, grace_seconds: int, rotated_by: str | None = None
 ) -> list[PreviousSecret]:
     """The previous secrets once `record`'s current one is replaced at `now`: the replaced one
     first, until now + grace, then the earlier ones still in their grace period. A grace of 0
@@ -66,6 +66,7 @@ def previous_after_rotation(
     replaced = PreviousSecret(
         secret_encrypted=record.secret_encrypted,
         expires_at=now + timedelta(seconds=grace_seconds),
+        rotated_by=rotated_by,
     )
     earlier = [previous for previous in record.previous_secrets if previous.expires_at > now]
     return [replaced, *earlier][:MAX_PREVIOUS_SECRETS]
@@ -91,12 +92,19 @@ async def rotate(
         if doc.get(ROTATED_BY) == cmd.command_id:
             # This command's rotation is done (its first run had not recorded the command yet).
             return record, box.open(record.secret_encrypted)
+        for previous in record.previous_secrets:
+            if previous.rotated_by == cmd.command_id and previous.expires_at > clock.now():
+                # Done, and another rotation came since: its secret still signs, and is the
+                # answer (rotating again would make a third one nobody asked for).
+                return record, box.open(previous.secret_encrypted)
         secret = new_secret()
         now = clock.now()
         rotated = record.model_copy(
             update={
                 "secret_encrypted": box.seal(secret),
-                "previous_secrets": previous_after_rotation(record, now, grace),
+                "previous_secrets": previous_after_rotation(
+                    record, now, grace, rotated_by=doc.get(ROTATED_BY)
+                ),
                 "updated_at": now,
             }
         )

@@ -164,6 +164,25 @@ async def test_a_replayed_rotation_answers_the_same_secret_and_rotates_once(
     assert first.secret not in str(stored)
 
 
+async def test_a_rotation_replayed_after_another_one_answers_its_own_secret(
+    repo: WebhookRepository,
+) -> None:
+    """The first run rotated but died before recording its command; another rotation came;
+    the client's retry (same command) rotated a third time, and with a grace of 0 dropped
+    the second's secret too: signing with one nobody was shown."""
+    clock = MovableClock()
+    hook = await _create(_service(repo, clock))
+    command = _rotation(hook.id, 0)
+    first = await _service(repo, clock).handle(command)
+    assert isinstance(first, WebhookCreated)
+    await repo.processed.delete_many({"_id": command.command_id})  # died before recording
+    newer = await _rotate(_service(repo, clock), hook.id, 3600)
+    again = await _service(repo, clock).handle(command)
+    assert isinstance(again, WebhookCreated)
+    assert again.secret == first.secret
+    assert await _live(repo, hook.id, clock.moment) == [newer, first.secret]
+
+
 class _BothChecked(WebhookRepository):
     """Both replicas have looked for a stored result, and found none, before either rotates
     (the api re-sent a command whose reply timed out while the first run was under way)."""
