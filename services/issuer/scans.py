@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from services.issuer.artifacts import WalletArtifacts
-from services.issuer.redemption import decide, pass_expires_at, uses_up
+from services.issuer.redemption import barcode_message, decide, pass_expires_at, uses_up
 from services.issuer.repository import (
     IssuerRepository,
     PassFile,
@@ -30,6 +30,7 @@ from shared.ids import new_id
 from shared.messages import LiveUpdate, PassEventMessage, RedeemPass
 from shared.models import PassRecord, TemplateRecord
 from shared.pass_events import pass_event
+from shared.pass_values import check_barcode_fits, moves_design
 from shared.redemption import RedemptionPolicy, remaining
 from shared.scans import RejectReason, ScannedPass, ScanRecord
 
@@ -182,6 +183,8 @@ class Redemptions:
                 google_status=counted.google_status,
                 google_sync_due=counted.google_sync_due,
                 google_error=counted.google_error,
+                design_version=counted.design_version,
+                barcode_message=counted.barcode_message,
             )
             pushed = {"stage": "pushed", "reason": "redeemed", "scan_id": scan.id}
             events.append(LiveUpdate(event=pass_event(counted, "updated", pushed, now)))
@@ -199,11 +202,23 @@ class Redemptions:
     async def _used_up(
         self, record: PassRecord, template: TemplateRecord
     ) -> tuple[PassRecord, PassFile]:
-        """The pass re-rendered as used: its next version and that version's signed file."""
-        used = record.model_copy(
-            update={"used_up": True, "version": record.version + 1, "updated_at": self._clock.now()}
-        )
+        """The pass re-rendered as used: its next version and that version's signed file, built
+        from the template's current design like any new version (one a rollout has not reached
+        yet, or held back: its barcodes must carry its values)."""
         design = Design.from_stored(template.design)
+        if moves_design(record, template):
+            check_barcode_fits(design, record.field_values)
+        used = record.model_copy(
+            update={
+                "used_up": True,
+                "version": record.version + 1,
+                "design_version": template.design_version,
+                "updated_at": self._clock.now(),
+            }
+        )
+        # The code the wallet copy shows now: a scan of it finds the pass (already redeemed),
+        # not `unknown_code`.
+        used.barcode_message = barcode_message(design, used)
         signed = await self._artifacts.signed_pass(used, template, design)
         # With real Google credentials this upserts the object, now COMPLETED.
         self._artifacts.attach_google(used)

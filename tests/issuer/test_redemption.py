@@ -395,3 +395,25 @@ async def test_an_accepted_scan_read_before_a_lower_limit_does_not_count_past_it
     assert stored is not None
     assert (stored.redemption_count, stored.redemption_limit) == (1, 1)
     assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
+
+
+async def test_the_last_scan_renders_the_current_design_and_keeps_its_code(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """A pass its rollout had not reached, used up: its file was built from the new design
+    while the pass kept the old design_version and code, so the code the wallet showed then
+    answered `unknown_code`, and the rollout rebuilt it once more."""
+    template, record = await _issue(service)
+    design = {**template.design, "barcode": {"format": "qr", "message": "{short_id}"}}
+    changed = await service.handle(
+        UpdateTemplate(**command_base(), template_id=template.id, design=design)
+    )
+    assert isinstance(changed, TemplateRecord)
+    assert changed.design_version == 2
+    assert (await _scan(service, code=record.serial_number)).result == "accepted"
+    stored = await repo.pass_(record.account_id, "test", record.id)
+    assert stored is not None
+    assert stored.used_up
+    assert (stored.design_version, stored.barcode_message) == (2, record.short_id)
+    again = await _scan(service, code=record.short_id)
+    assert (again.result, again.reason) == ("rejected", "already_redeemed")
