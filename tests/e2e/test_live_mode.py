@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from pymongo import MongoClient
 
 from tests.issuer.google import walletschema
 from tests.support.api import (
@@ -182,13 +183,22 @@ def test_variant_a_google_link_is_skinny_with_real_credentials(
         headers={"x-api-key": account.live_key},
     )
     assert response.status_code == 201, response.text
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        passes = mongo[stack.database]["passes"]
+        # Skinny once the Google step has put the object at Google (fat before: ids alone
+        # would open Google's error page; tests/issuer/google/test_passes.py).
+        poll(
+            lambda: passes.count_documents({"account_id": account.id, "google_status": "synced"}),
+            message="the object synced",
+        )
     saved = httpx2.head(response.json()["google"])  # Tessera's redirect, signing the link
     assert saved.status_code == 302
     token = saved.headers["location"].rsplit("/", 1)[1]
     claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
     (objects,) = claims["payload"].values()
     assert set(objects[0]) <= {"id", "classId"}
-    poll(lambda: objects[0]["id"] in fake_google.objects, message="the object at Google")
+    assert objects[0]["id"] in fake_google.objects
 
 
 def test_test_and_live_objects_are_separate(stack: Stack) -> None:
