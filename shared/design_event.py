@@ -78,7 +78,7 @@ def _http_url(value: str, info: ValidationInfo) -> str:
     e.g. add a trailing slash), since it goes into pass.json unchanged. So it must be plain
     ASCII, as a URL on the wire is: control and invisible characters (a right-to-left override
     that disguises the link) are refused, and so is non-ASCII text, which the sender encodes
-    (a design saved before 2026-11-29 loads as it is)."""
+    (a design saved before 2026-11-28 loads as it is)."""
     _HTTP_URL.validate_python(value)
     if any(char.isspace() for char in value):
         raise ValueError("a URL cannot contain whitespace")

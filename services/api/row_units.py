@@ -34,7 +34,7 @@ class RowUnits:
         self._none_refuses = none_refuses
         self._granted: int | None = None
         # When the units were reserved: they go back to that month's quota only (None: kept by
-        # a run before 2026-11-29, which did not say).
+        # a run before 2026-11-28, which did not say).
         self.reserved_at: datetime | None = None
 
     async def granted(self) -> int:
@@ -62,5 +62,5 @@ class RowUnits:
     async def _reserved_before(self, kept: Any) -> None:
         if isinstance(kept, dict):
             self._granted, self.reserved_at = kept["units"], kept["reserved_at"]
-        else:  # a count alone (kept before 2026-11-29), or nothing kept
+        else:  # a count alone (kept before 2026-11-28), or nothing kept
             self._granted = kept if isinstance(kept, int) else None

@@ -196,7 +196,7 @@ class IssuerRepository:
         return await self._once(REDEMPTION_LIMITS_MIGRATION, self.backfill_redemption_limits)
 
     async def unset_null_sync_due_once(self) -> int:
-        """Passes stored before 2026-11-29 hold `google_sync_due: null` (every pass without
+        """Passes stored before 2026-11-28 hold `google_sync_due: null` (every pass without
         Google credentials, every synced one): the sparse due index held them all. Unset."""
         return await self._once(NULL_SYNC_DUE_MIGRATION, self._unset_null_sync_due)
 

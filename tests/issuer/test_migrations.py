@@ -154,7 +154,7 @@ async def test_null_google_sync_due_is_unset_once_and_new_passes_store_none(
 ) -> None:
     """A null put every pass in the sparse index of the Google step's due passes."""
     old = pass_record(_id="pass_null").model_dump(by_alias=True)
-    assert old["google_sync_due"] is None  # as stored before 2026-11-29
+    assert old["google_sync_due"] is None  # as stored before 2026-11-28
     await repo.passes.insert_one(old)
     assert await repo.unset_null_sync_due_once() == 1
     stored = await repo.passes.find_one({"_id": "pass_null"})

@@ -210,7 +210,7 @@ async def cancel_job(
                 principal,
                 canceled.released,
                 # The api's clock at the reservation; the issuer's at the job's creation for a
-                # job made before 2026-11-29 (a moment, or a retry's hours, later).
+                # job made before 2026-11-28 (a moment, or a retry's hours, later).
                 reserved_at=canceled.job.reserved_at or canceled.job.created_at,
             )
         return JobObject.of(canceled.job)

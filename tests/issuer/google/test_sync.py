@@ -238,6 +238,6 @@ async def test_a_class_synced_under_another_issuer_is_not_taken_as_sent(
     await store.class_synced("tmpl_a", "3388000000000000002", 1)
     assert await store.class_version("tmpl_a", "3388000000000000002") == 1
     assert await store.class_version("tmpl_a", "3388000000000000001") == 0
-    # Recorded before the issuer was (2026-11-29): upserted once more, which changes nothing.
+    # Recorded before the issuer was (2026-11-28): upserted once more, which changes nothing.
     await repo.db["google_classes"].insert_one({"_id": "tmpl_old", "synced_version": 3})
     assert await store.class_version("tmpl_old", "3388000000000000001") == 0
