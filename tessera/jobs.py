@@ -12,6 +12,7 @@ The base URL and the API key come from flags or from TESSERA_BASE_URL (default: 
 http://127.0.0.1:8000) and TESSERA_KEY.
 """
 
+import csv
 import hashlib
 import json
 import os
@@ -122,7 +123,14 @@ def noted_job(target: Target, path: Path, template_id: str) -> dict[str, Any] | 
     with target.client() as client:
         response = client.get(f"/v1/jobs/{noted.get('job_id')}")
     if response.status_code == 404:
-        return None  # another account, or a store that was reset
+        # Deleted past its retention (90 days), made with another account's key, or a store
+        # that was reset: this file was imported, and importing it again makes every pass a
+        # second time, so only when asked to.
+        raise JobsError(
+            f"this file was imported as job {noted.get('job_id')} ({marker_path(path).name}), "
+            "which the API no longer knows (past its retention, another account, or a reset "
+            "store); run with --again to import it anew"
+        )
     return _answer(response, 200)
 
 
@@ -192,7 +200,7 @@ def _patiently(request: Callable[[], httpx2.Response], what: str) -> httpx2.Resp
     while True:
         try:
             response = request()
-            if response.status_code not in RETRIED_STATUSES:
+            if response.status_code not in RETRIED_STATUSES and not _in_progress(response):
                 return response
             failure = f"{response.status_code}"
         except httpx2.TransportError as exc:
@@ -200,6 +208,18 @@ def _patiently(request: Callable[[], httpx2.Response], what: str) -> httpx2.Resp
         if time.monotonic() > deadline:
             raise JobsError(f"the API did not answer for {what} ({failure}); try again later")
         time.sleep(POLL_SECONDS * 4)
+
+
+def _in_progress(response: httpx2.Response) -> bool:
+    """A retry that came while the first request under its key still runs (409): its answer
+    is the first one's, once that has finished."""
+    if response.status_code != 409:
+        return False
+    try:
+        code = response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return bool(code == "idempotency_request_in_progress")
 
 
 def write_results(target: Target, job_id: str, out: Path) -> int:
@@ -246,7 +266,10 @@ def _download_results(target: Target, job_id: str, partial: Path) -> int:
         with partial.open("wb") as file:
             for chunk in response.iter_bytes():
                 file.write(chunk)
-                rows += chunk.count(b"\r\n")
+    with partial.open(newline="", encoding="utf-8") as written:
+        # Records, not lines: a quoted cell may hold a line break, and a chunk may end
+        # between a CR and its LF.
+        rows += sum(1 for _ in csv.reader(written))
     return max(rows, 0)
 
 

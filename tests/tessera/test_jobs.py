@@ -48,6 +48,7 @@ def test_import_uploads_watches_and_writes_the_results(
     assert all(line["download_url"].startswith(stack.base_url) for line in lines if line["pass_id"])
     said = capsys.readouterr().err
     assert f"job {job['id']} succeeded: 119 passes issued, 1 rows failed" in said
+    assert f"results (120 rows): {results}" in said
 
     # The same command again is the same import (its key is derived from the file): no new job.
     again = tmp_path / "again.csv"
@@ -124,3 +125,27 @@ def test_again_imports_anew_at_once_and_server_text_is_printed_as_sent(
     capsys.readouterr()
     assert main(["import", str(bad), "--template", template["id"], *flags]) == 1
     assert "Unknown column '[/x]'" in capsys.readouterr().err
+
+
+def test_a_noted_job_the_api_no_longer_knows_is_not_imported_again_unasked(
+    stack: Stack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past its retention (90 days) the job is gone: the command imported every row again,
+    making each pass a second time, where the note said the file was imported."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, TEMPLATE_BODY)
+    source = _write_csv(tmp_path / "once.csv", [["holder_name"], ["Ada"]])
+    command = ["import", str(source), "--template", template["id"]]
+    flags = ["--base-url", stack.base_url, "--key", account.test_key]
+    assert main([*command, *flags]) == 0
+    mongo: MongoClient[dict[str, Any]]
+    with MongoClient(stack.mongo_url) as mongo:
+        mongo[stack.database]["idempotency_keys"].delete_many({})
+        mongo[stack.database]["jobs"].delete_many({"account_id": account.id})  # purged
+    capsys.readouterr()
+    assert main([*command, *flags]) == 1
+    assert "--again" in capsys.readouterr().err
+    with stack.client(headers=account.headers()) as client:
+        assert len(all_passes(client)) == 1
+    assert main([*command, *flags, "--again"]) == 0
