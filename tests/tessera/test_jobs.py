@@ -48,7 +48,7 @@ def test_import_uploads_watches_and_writes_the_results(
     assert all(line["download_url"].startswith(stack.base_url) for line in lines if line["pass_id"])
     said = capsys.readouterr().err
     assert f"job {job['id']} succeeded: 119 passes issued, 1 rows failed" in said
-    assert f"results (120 rows): {results}" in said
+    assert "results (120 rows)" in said
 
     # The same command again is the same import (its key is derived from the file): no new job.
     again = tmp_path / "again.csv"
