@@ -36,6 +36,7 @@ from shared.messages import (
     WebhooksCommand,
 )
 from shared.models import WebhookRecord
+from shared.urls import url_characters_problem
 from shared.views import WebhookView
 
 # An update re-reads and tries again when the webhook was enabled or disabled meanwhile.
@@ -126,6 +127,8 @@ class WebhookService:
 
     async def _checked_url(self, url: str) -> str:
         try:
+            if (problem := url_characters_problem(url)) is not None:
+                raise UnsafeTarget(problem)
             await check_target(url, allow_private=self._allow_private, resolver=self._resolver)
         except UnsafeTarget as exc:
             raise InvalidRequest(f"Invalid url: {exc}.", param="url", code="url_invalid") from exc

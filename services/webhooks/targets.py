@@ -52,7 +52,9 @@ class Target:
 
 
 def parse(url: str) -> tuple[str, str, int]:
-    if (problem := url_characters_problem(url)) is not None:
+    # At every attempt: control characters, never sendable (an invisible one is refused when
+    # the URL is saved: WebhookService._checked_url).
+    if (problem := url_characters_problem(url, invisible=False)) is not None:
         raise UnsafeTarget(problem)
     parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:

@@ -246,3 +246,11 @@ async def test_enabling_while_auto_disable_commits_clears_its_reason(
     )
     assert (answer["enabled"], answer["disabled_reason"]) == (True, None)
     assert await repo.count_auto_disabled() == 0
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u200b", "\u00ad"])
+async def test_the_owner_refuses_invisible_characters_in_a_new_url(
+    repo: WebhookRepository, char: str
+) -> None:
+    refused = await _refused(_service(repo), _create(url=f"https://hooks.example.com/a{char}b"))
+    assert (refused.param, refused.code) == ("url", "url_invalid")
