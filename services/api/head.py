@@ -26,7 +26,13 @@ class HeadAsGet:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, without_body)
+        as_get = {**scope, "method": "GET"}
+        try:
+            await self.app(as_get, receive, without_body)
+        finally:
+            # The route the router found, for the metrics' label (shared/metrics.py) outside.
+            if "route" in as_get:
+                scope["route"] = as_get["route"]
 
 
 def _served_by_get(scope: Scope) -> bool:
