@@ -312,6 +312,26 @@ class Images(_Strict):
         return {name: image for name, image in found.items() if image is not None}
 
 
+# Versions by (template id, design version, which image): a design version's images never
+# change, and hashing a logo (up to megabytes of base64) for every pass synced, rolled out or
+# shown cost more than the pass.
+_VERSIONS: dict[tuple[str, int, str], str] = {}
+_VERSIONS_KEPT = 10_000
+
+
+def template_image_version(
+    template_id: str, design_version: int, which: str, image: ImageScales | str
+) -> str:
+    """`image_version`, computed once per template design version and image."""
+    key = (template_id, design_version, which)
+    found = _VERSIONS.get(key)
+    if found is None:
+        if len(_VERSIONS) >= _VERSIONS_KEPT:
+            _VERSIONS.clear()
+        found = _VERSIONS[key] = image_version(image)
+    return found
+
+
 def image_version(image: ImageScales | str) -> str:
     """A short digest of an image as stored (base64 text, at every scale): put in the URL it
     is served at (`?v=`), so a replaced image has a new URL. Google Wallet keeps its own copy

@@ -14,7 +14,7 @@ from services.issuer.google.passes import save_link as google_save_link
 from services.issuer.identity import Identities
 from services.issuer.pkpass import PassContent, SignedPass, sign_pass
 from shared.design import Design
-from shared.design_images import Images, image_version
+from shared.design_images import Images, template_image_version
 from shared.errors import InvalidRequest
 from shared.metrics import PKPASS_BUILD
 from shared.models import PassRecord, TemplateRecord
@@ -41,12 +41,14 @@ class WalletArtifacts:
         same URL sent again left every saved pass on the old logo, and a generic object,
         which holds the logo, was not even sent again).
         """
+        at = (template.id, template.design_version)
         if design.google_logo is not None:
-            version = image_version(design.google_logo)
+            version = template_image_version(*at, "google_logo", design.google_logo)
             return f"{self._site_url}/t/{template.id}/google-logo.png?v={version}"
         if design.images.logo is None:
             return None
-        return f"{self._site_url}/t/{template.id}/logo.png?v={image_version(design.images.logo)}"
+        version = template_image_version(*at, "logo", design.images.logo)
+        return f"{self._site_url}/t/{template.id}/logo.png?v={version}"
 
     @property
     def google(self) -> GoogleWallet:

@@ -66,8 +66,12 @@ def test_a_new_logo_has_a_new_url(tmp_path: Path) -> None:
     not even sent again, being unchanged)."""
     artifacts = dev_artifacts(tmp_path)
     first = _template({**minimal_design("generic"), "images": {"logo": b64(png(100, 30))}})
+    # A design change: the next design version (of a template of its own: versions are
+    # kept per template and design version in this process).
     second = _template({**minimal_design("generic"), "images": {"logo": b64(png(100, 31))}})
     again = _template({**minimal_design("generic"), "images": {"logo": b64(png(100, 30))}})
+    for version, template in enumerate((first, second, again), start=1):
+        template.id, template.design_version = "template_new_logo", version
     assert _logo_url(artifacts, first) != _logo_url(artifacts, second)
     assert _logo_url(artifacts, first) == _logo_url(artifacts, again)
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from services.api.pages.barcodes import BarcodePreview, barcode_preview
 from services.api.pages.dates import format_date_value
 from shared.design import Design
-from shared.design_images import image_version
+from shared.design_images import template_image_version
 from shared.models import PassRecord, TemplateRecord
 
 MAIN_SLOTS = ("header", "primary", "secondary", "auxiliary")
@@ -98,7 +98,10 @@ def logo_url(template: TemplateRecord, design: Design, path_prefix: str) -> str 
     if design.images.logo is None:
         return None
     # Versioned by the image: the logo is cached an hour, and a new one gets a new URL.
-    return f"{path_prefix}/t/{template.id}/logo.png?v={image_version(design.images.logo)}"
+    version = template_image_version(
+        template.id, template.design_version, "logo", design.images.logo
+    )
+    return f"{path_prefix}/t/{template.id}/logo.png?v={version}"
 
 
 def has_google(record: PassRecord) -> bool:
