@@ -208,15 +208,15 @@ class GoogleSyncStore:
         cursor = self.classes.find({"due": {"$lte": now}}).sort("due", ASCENDING)
         return [doc async for doc in cursor.limit(limit)]
 
-    async def class_done(self, doc: dict[str, Any], design_version: int) -> None:
-        """Due no more, unless a newer change marked it due again meanwhile."""
+    async def class_done(self, doc: dict[str, Any], issuer_id: str, design_version: int) -> None:
+        """Due no more, unless a newer change marked it due again meanwhile; and at Google at
+        `design_version` under `issuer_id` (`class_synced`)."""
         await self._write(
             lambda session: self.classes.update_one(
-                {"_id": doc["_id"], "due": doc["due"]},
-                {"$unset": {"due": ""}, "$max": {"synced_version": design_version}},
-                session=session,
+                {"_id": doc["_id"], "due": doc["due"]}, {"$unset": {"due": ""}}, session=session
             )
         )
+        await self.class_synced(doc["_id"], issuer_id, design_version)
 
     async def class_retry(self, doc: dict[str, Any], at: datetime) -> None:
         await self._write(
@@ -291,7 +291,8 @@ class GoogleSyncer:
                 GOOGLE_SYNCS.labels(outcome="failed").inc()
                 await self._store.class_retry(doc, now + timedelta(seconds=self._retry_max))
                 continue
-            await self._store.class_done(doc, template.design_version)
+            issuer_id = self._artifacts.google.identity.issuer_id
+            await self._store.class_done(doc, issuer_id, template.design_version)
 
     async def _work(self, claimed: Claimed, lease: Lease) -> None:
         record = claimed.record

@@ -238,6 +238,13 @@ async def test_a_class_synced_under_another_issuer_is_not_taken_as_sent(
     await store.class_synced("tmpl_a", "3388000000000000002", 1)
     assert await store.class_version("tmpl_a", "3388000000000000002") == 1
     assert await store.class_version("tmpl_a", "3388000000000000001") == 0
+    # A design change's class upsert (the `due` path) records its issuer too: the first pass
+    # synced after it upserted the class once more.
+    await repo.db["google_classes"].insert_one({"_id": "tmpl_due", "due": datetime.now(UTC)})
+    due = await repo.db["google_classes"].find_one({"_id": "tmpl_due"})
+    assert due is not None
+    await store.class_done(due, "3388000000000000001", 4)
+    assert await store.class_version("tmpl_due", "3388000000000000001") == 4
     # Recorded before the issuer was (2026-11-28): upserted once more, which changes nothing.
     await repo.db["google_classes"].insert_one({"_id": "tmpl_old", "synced_version": 3})
     assert await store.class_version("tmpl_old", "3388000000000000001") == 0
