@@ -364,9 +364,11 @@ class OutboxRelay:
         task.add_done_callback(self._publishing.discard)
 
     async def _publish_committed(self, docs: list[Document]) -> None:
-        outcomes = await asyncio.gather(
-            *(self._publish(doc) for doc in docs), return_exceptions=True
-        )
+        ids = [doc["_id"] for doc in docs]
+        async with self._lease_kept(ids, self._committed_token):
+            outcomes = await asyncio.gather(
+                *(self._publish(doc) for doc in docs), return_exceptions=True
+            )
         published = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if not error]
         failed = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if error]
         for doc, outcome in zip(docs, outcomes, strict=True):
