@@ -467,8 +467,8 @@ class IssuerService:
         check_metadata_dates(metadata)
         # Moving to a newer design, every value its barcodes show is checked: a rollout kept
         # this pass back because they cannot carry them (docs/templates.md#barcodes).
-        changed = None if moves_design(record, template) else cmd.field_values or {}
-        check_barcode_fits(design, field_values, changed=changed)
+        shown = None if moves_design(record, template) else cmd.field_values or {}
+        check_barcode_fits(design, field_values, changed=shown)
         holder = cmd.holder or {}
         updated = record.model_copy(
             update={

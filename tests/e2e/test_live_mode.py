@@ -16,6 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 from pymongo import MongoClient
+from pymongo.synchronous.collection import Collection
 
 from tests.issuer.google import walletschema
 from tests.support.api import (
@@ -185,7 +186,7 @@ def test_variant_a_google_link_is_skinny_with_real_credentials(
     assert response.status_code == 201, response.text
     mongo: MongoClient[dict[str, Any]]
     with MongoClient(stack.mongo_url) as mongo:
-        passes = mongo[stack.database]["passes"]
+        passes: Collection[dict[str, Any]] = mongo[stack.database]["passes"]
         # Skinny once the Google step has put the object at Google (fat before: ids alone
         # would open Google's error page; tests/issuer/google/test_passes.py).
         poll(

@@ -236,7 +236,12 @@ async def test_a_redacted_pass_s_update_is_checked_whatever_the_clocks_say(setup
     data when only updates older than 5 s by this replica's clock were checked."""
     record = await setup.add_pass()
     update = _live_update(record, age=timedelta(seconds=-6))  # written by a clock 6 s ahead
-    erased = {"holder_name": None, "holder_email": None, "field_values": {}, "metadata": {}}
+    erased: dict[str, Any] = {
+        "holder_name": None,
+        "holder_email": None,
+        "field_values": {},
+        "metadata": {},
+    }
     await setup.db["passes"].update_one({"_id": record.id}, {"$set": {**erased, "voided": True}})
     published = await setup.live.deliver(update)
     assert (published.pass_snapshot.holder_name, published.pass_snapshot.field_values) == (
