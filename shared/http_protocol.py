@@ -39,6 +39,7 @@ class HeaderDeadlineProtocol(H11Protocol):
         self._body_timer: asyncio.TimerHandle | None = None
         self._body_from = 0.0
         self._body_bytes = 0
+        self._body_paused = False
         self._await_head()
 
     def data_received(self, data: bytes) -> None:
@@ -71,6 +72,7 @@ class HeaderDeadlineProtocol(H11Protocol):
             return
         self._body_from = self.loop.time()
         self._body_bytes = 0
+        self._body_paused = False
         self._body_timer = self.loop.call_later(self.body_grace_seconds, self._check_body)
 
     def _check_body(self) -> None:
@@ -84,13 +86,20 @@ class HeaderDeadlineProtocol(H11Protocol):
         ):
             return
         if self.flow.read_paused or cycle.waiting_for_100_continue:
-            # This side is not reading: the client is not late. Its clock starts again at the
-            # latest a second after reading resumes (looked at every second meanwhile), so it
-            # always has nearly the whole grace once it can send.
-            self._body_from = self.loop.time()
-            self._body_bytes = 0
+            # This side is not reading: the client is not late. Looked at again every second
+            # (or grace, if shorter) meanwhile.
+            self._body_paused = True
             wait = min(PAUSED_RECHECK_SECONDS, self.body_grace_seconds)
             self._body_timer = self.loop.call_later(wait, self._check_body)
+            return
+        if self._body_paused:
+            # Reading resumed since the last look: the client's clock starts now, with the
+            # whole grace (restarted at the last paused look, a client told to continue just
+            # before this one had almost none of it, and was cut off having sent nothing).
+            self._body_paused = False
+            self._body_from = self.loop.time()
+            self._body_bytes = 0
+            self._body_timer = self.loop.call_later(self.body_grace_seconds, self._check_body)
             return
         allowed = self.body_grace_seconds + self._body_bytes / self.min_body_bytes_per_second
         late = self.loop.time() - self._body_from - allowed

@@ -204,6 +204,18 @@ async def test_the_event_is_published_with_the_counts_after_the_push(setup: Setu
     }
 
 
+async def _redact(setup: Setup, record: PassRecord) -> None:
+    """The pass as a redaction leaves it (what the issuer's transaction writes)."""
+    erased: dict[str, Any] = {
+        "holder_name": None,
+        "holder_email": None,
+        "field_values": {},
+        "metadata": {},
+        "voided": True,
+    }
+    await setup.db["passes"].update_one({"_id": record.id}, {"$set": erased})
+
+
 async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder_data(
     setup: Setup,
 ) -> None:
@@ -215,13 +227,7 @@ async def test_an_update_published_after_its_pass_was_redacted_carries_no_holder
     assert record.field_values
     # Committed 30 s ago: its batch waited on APNs, past the redaction's second erasure.
     update = _live_update(record, age=timedelta(seconds=30))
-    erased: dict[str, Any] = {
-        "holder_name": None,
-        "holder_email": None,
-        "field_values": {},
-        "metadata": {},
-    }
-    await setup.db["passes"].update_one({"_id": record.id}, {"$set": {**erased, "voided": True}})
+    await _redact(setup, record)
     published = await setup.live.deliver(update)
     snapshot = published.pass_snapshot
     assert (snapshot.holder_name, snapshot.holder_email, snapshot.field_values) == (None, None, {})
@@ -236,13 +242,7 @@ async def test_a_redacted_pass_s_update_is_checked_whatever_the_clocks_say(setup
     data when only updates older than 5 s by this replica's clock were checked."""
     record = await setup.add_pass()
     update = _live_update(record, age=timedelta(seconds=-6))  # written by a clock 6 s ahead
-    erased: dict[str, Any] = {
-        "holder_name": None,
-        "holder_email": None,
-        "field_values": {},
-        "metadata": {},
-    }
-    await setup.db["passes"].update_one({"_id": record.id}, {"$set": {**erased, "voided": True}})
+    await _redact(setup, record)
     published = await setup.live.deliver(update)
     assert (published.pass_snapshot.holder_name, published.pass_snapshot.field_values) == (
         None,

@@ -25,6 +25,9 @@ async def _slow_app(scope: Scope, receive: Receive, send: Send) -> None:
         return
     if scope["path"] in ("/slow", "/late-read"):
         await asyncio.sleep(DEADLINE * 3)  # the app's own work, not a wait for the test
+    if scope["path"] == "/read-between-looks":
+        # Halfway between two of the protocol's looks at a paused body (one a grace apart).
+        await asyncio.sleep(BODY_GRACE * 2.5)
     if scope["method"] == "POST":
         more = True
         while more:
@@ -148,6 +151,21 @@ async def test_a_client_waiting_for_100_continue_is_not_late(port: int) -> None:
     writer.write(_post_head("/late-read", 10, b"Expect: 100-continue"))
     interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
     assert interim.startswith(b"HTTP/1.1 100"), interim
+    writer.write(b"x" * 10)
+    received = await _closed_by_server(reader)
+    assert received.startswith(b"HTTP/1.1 200"), received
+    writer.close()
+
+
+async def test_a_client_told_to_continue_has_the_whole_grace_to_start(port: int) -> None:
+    """The body's clock restarted at each look while this side waited to read, so a client
+    told to continue just after a look had only the rest of that grace: one taking most of
+    the grace to start its body (as it may) was cut off, having sent nothing late."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_post_head("/read-between-looks", 10, b"Expect: 100-continue"))
+    interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
+    assert interim.startswith(b"HTTP/1.1 100"), interim
+    await asyncio.sleep(BODY_GRACE * 0.8)  # the client's own pace, the thing under test
     writer.write(b"x" * 10)
     received = await _closed_by_server(reader)
     assert received.startswith(b"HTTP/1.1 200"), received
