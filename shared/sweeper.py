@@ -5,8 +5,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+from shared.clock import Clock
 
 log = logging.getLogger(__name__)
+
+# How often a retention sweep looks for what is past it (hourly: it deletes what is 90 days old).
+RETENTION_SWEEP_SECONDS = 3600.0
 
 
 class PeriodicSweep:
@@ -42,3 +48,20 @@ class PeriodicSweep:
                 log.warning("%s: not done this time: %s", self._name, exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self._every)
+
+
+def retention_sweep(
+    name: str,
+    purge: Callable[[datetime], Awaitable[int]],
+    clock: Clock,
+    days: float,
+    every_seconds: float,
+    done: str,
+) -> PeriodicSweep:
+    """A sweep deleting what `purge(before)` deletes, `before` being `days` ago."""
+    kept = timedelta(days=days)
+
+    async def sweep() -> int:
+        return await purge(clock.now() - kept)
+
+    return PeriodicSweep(name, sweep, every_seconds, done)

@@ -20,7 +20,6 @@ from services.issuer.jobs.import_passes import JOB_TYPE as IMPORT_PASSES
 from services.issuer.jobs.import_passes import ImportPasses
 from services.issuer.jobs.registry import JobRegistry
 from services.issuer.jobs.rerender import PassRerenderer
-from services.issuer.jobs.retention import job_retention
 from services.issuer.jobs.rollout import JOB_TYPE as TEMPLATE_ROLLOUT
 from services.issuer.jobs.rollout import TemplateRollout
 from services.issuer.jobs.store import JobStore
@@ -38,6 +37,7 @@ from shared.health import health_router
 from shared.metrics import instrument
 from shared.nats import max_payload
 from shared.outbox import OutboxRelay
+from shared.sweeper import RETENTION_SWEEP_SECONDS, retention_sweep
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,15 @@ def create_app(settings: IssuerSettings | None = None, clock: Clock | None = Non
         await google_store.ensure_indexes()
         # A start that hangs says where: the store's part is done, NATS's comes next.
         log.info("indexes and migrations done in %.1f s", time.monotonic() - began)
-        retention = job_retention(job_store, clock, settings.job_retention_days)
+        # Finished jobs and their chunks, 90 days after (docs/api-decisions.md#jobs).
+        retention = retention_sweep(
+            "job-retention",
+            job_store.purge_finished,
+            clock,
+            settings.job_retention_days,
+            RETENTION_SWEEP_SECONDS,
+            "deleted %d jobs past retention",
+        )
         workers: list[Worker] = [relay, worker, signing_watch, templates, retention]
         if google_syncer is not None:
             workers.append(google_syncer)

@@ -16,7 +16,6 @@ from services.webhooks.outcomes import OutcomeWriter
 from services.webhooks.quiet_scopes import QuietScopes
 from services.webhooks.repository import WebhookRepository
 from services.webhooks.resolver import resolver
-from services.webhooks.retention import delivery_retention
 from services.webhooks.rotation import secret_sweeper
 from services.webhooks.scheduler import Scheduler
 from services.webhooks.secretbox import SecretBox
@@ -34,6 +33,7 @@ from shared.metrics import (
     count_gauge,
     instrument,
 )
+from shared.sweeper import RETENTION_SWEEP_SECONDS, retention_sweep
 
 
 def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = None) -> FastAPI:
@@ -92,7 +92,15 @@ def create_app(settings: WebhooksSettings | None = None, clock: Clock | None = N
             outcomes,
             Throttle(repo),
         )
-        retention = delivery_retention(repo, clock, settings.delivery_retention_days)
+        # Delivered and dead deliveries, 90 days after their event (docs/webhooks.md#retention).
+        retention = retention_sweep(
+            "webhook-delivery-retention",
+            repo.purge_finished,
+            clock,
+            settings.delivery_retention_days,
+            RETENTION_SWEEP_SECONDS,
+            "deleted %d deliveries past retention",
+        )
         async with running(conn, quiet, *fan_out, secret_sweeper(conn.db, clock), retention):
             scheduler.start(deliverer.attempt, first=deliverer)
             try:

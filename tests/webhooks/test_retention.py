@@ -1,15 +1,13 @@
 """Deliveries that are over are deleted 90 days (the setting) after their event
-(services/webhooks/retention.py); pending and failed ones, and newer ones, stay."""
+(WebhookRepository.purge_finished, swept by shared/sweeper.py); pending and failed ones, and
+newer ones, stay."""
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.webhooks.repository import WebhookRepository
-from services.webhooks.retention import delivery_retention
 from shared.ids import derived_id
 from shared.models import DeliveryRecord
-from tests.support.inproc_api import ManualClock
-from tests.support.polling import poll_async
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 
@@ -56,17 +54,3 @@ async def test_finished_deliveries_older_than_the_retention_are_deleted(
     assert await repo.purge_finished(NOW - timedelta(days=90)) == 2
     assert await _left(repo) == kept
     assert not gone & await _left(repo)
-
-
-async def test_the_sweep_runs_at_start(repo: WebhookRepository) -> None:
-    old = await _delivery(repo, "delivered", NOW - timedelta(days=2))
-    sweep = delivery_retention(repo, ManualClock(NOW), days=1, every_seconds=3600)
-    sweep.start()
-    try:
-
-        async def purged() -> bool:
-            return old not in await _left(repo)
-
-        await poll_async(purged, message="the old delivery deleted")
-    finally:
-        await sweep.stop()

@@ -1,14 +1,12 @@
 """Finished jobs and their chunks are deleted once past the retention (90 days by default,
-services/issuer/jobs/retention.py); running jobs and newer ones stay, with their chunks."""
+JobStore.purge_finished, swept by shared/sweeper.py); running jobs and newer ones stay, with
+their chunks."""
 
 from datetime import UTC, datetime, timedelta
 
-from services.issuer.jobs.retention import job_retention
 from services.issuer.jobs.store import JobStore, chunk_id
 from shared.ids import new_id
 from shared.models import JobRecord
-from tests.support.inproc_api import ManualClock
-from tests.support.polling import poll_async
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 
@@ -48,17 +46,3 @@ async def test_jobs_finished_before_the_cutoff_go_with_their_chunks(store: JobSt
     for kept in (running, recent):
         assert await store.job_by_id(kept) is not None
         assert await _chunks_of(store, kept) == 2
-
-
-async def test_the_sweep_runs_at_start(store: JobStore) -> None:
-    old = await _job(store, "succeeded", NOW - timedelta(days=2))
-    sweep = job_retention(store, ManualClock(NOW), days=1, every_seconds=3600)
-    sweep.start()
-    try:
-
-        async def purged() -> bool:
-            return await store.job_by_id(old) is None
-
-        await poll_async(purged, message="the old job deleted")
-    finally:
-        await sweep.stop()
