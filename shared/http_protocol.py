@@ -72,7 +72,10 @@ class HeaderDeadlineProtocol(H11Protocol):
             return
         self._body_from = self.loop.time()
         self._body_bytes = 0
-        self._body_paused = False
+        # A client waiting to be told to continue is paused from the start: told at any time
+        # before the first look, it still has the whole grace from that look on.
+        cycle = self.cycle
+        self._body_paused = cycle is not None and cycle.waiting_for_100_continue
         self._body_timer = self.loop.call_later(self.body_grace_seconds, self._check_body)
 
     def _check_body(self) -> None:

@@ -3,6 +3,7 @@
 
 import argparse
 import asyncio
+import csv
 import json
 import sys
 from importlib.metadata import version
@@ -66,7 +67,14 @@ def _jobs_command(args: argparse.Namespace) -> int:
                 again=args.again,
             )
         return jobs.run_watch(target, args.job_id, console)
-    except (jobs.JobsError, OSError, httpx2.HTTPError, httpx2.InvalidURL, ValueError) as exc:
+    except (
+        jobs.JobsError,
+        OSError,
+        httpx2.HTTPError,
+        httpx2.InvalidURL,
+        ValueError,
+        csv.Error,  # a results file the csv module cannot count
+    ) as exc:
         # ValueError: an answer that is not JSON (not Tessera's API at that URL, say).
         console.print(f"tessera: {exc}")
         return 1

@@ -7,7 +7,8 @@ Idempotency-Key is derived from the template and the file's bytes unless given, 
 same command again after an interruption resumes that import instead of starting a second one.
 The API keeps a key for 24 hours only, so the command also notes the job beside the file
 (`FILE.import.json`): run again any time later, it answers that job (its results) instead of
-importing every row a second time; `--again` imports the file anew.
+importing every row a second time, or, once the API no longer knows the job (past its 90 days
+of retention), says so and exits 1; `--again` imports the file anew.
 The base URL and the API key come from flags or from TESSERA_BASE_URL (default: `tessera up`'s
 http://127.0.0.1:8000) and TESSERA_KEY.
 """
@@ -111,7 +112,8 @@ def _file_digest(template_id: str, data: bytes) -> str:
 
 
 def noted_job(target: Target, path: Path, template_id: str) -> dict[str, Any] | None:
-    """The job an earlier run made of this very file and template, if the API still has it."""
+    """The job an earlier run made of this very file and template (None: no such run);
+    JobsError when the API no longer has it."""
     marker = marker_path(path)
     try:
         noted = json.loads(marker.read_text())

@@ -57,6 +57,9 @@ def parse(url: str) -> tuple[str, str, int]:
     if (problem := url_characters_problem(url, invisible=False)) is not None:
         raise UnsafeTarget(problem)
     parts = urlsplit(url)
+    if parts.hostname and (problem := url_characters_problem(parts.hostname)) is not None:
+        # In a host an invisible character is never sendable (the HTTP client refuses it).
+        raise UnsafeTarget(f"has a host that {problem}")
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise UnsafeTarget("must be an absolute http:// or https:// URL with a host")
     if parts.username is not None or parts.password is not None:

@@ -25,9 +25,11 @@ async def _slow_app(scope: Scope, receive: Receive, send: Send) -> None:
         return
     if scope["path"] in ("/slow", "/late-read"):
         await asyncio.sleep(DEADLINE * 3)  # the app's own work, not a wait for the test
+    if scope["path"] == "/read-before-the-first-look":
+        await asyncio.sleep(BODY_GRACE * 0.8)
     if scope["path"] == "/read-between-looks":
-        # Halfway between two of the protocol's looks at a paused body (one a grace apart).
-        await asyncio.sleep(BODY_GRACE * 2.5)
+        # Just after one of the protocol's looks at a paused body (one a grace apart).
+        await asyncio.sleep(BODY_GRACE * 2.25)
     if scope["method"] == "POST":
         more = True
         while more:
@@ -166,6 +168,22 @@ async def test_a_client_told_to_continue_has_the_whole_grace_to_start(port: int)
     interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
     assert interim.startswith(b"HTTP/1.1 100"), interim
     await asyncio.sleep(BODY_GRACE * 0.8)  # the client's own pace, the thing under test
+    writer.write(b"x" * 10)
+    received = await _closed_by_server(reader)
+    assert received.startswith(b"HTTP/1.1 200"), received
+    writer.close()
+
+
+async def test_a_client_told_to_continue_before_the_first_look_has_the_whole_grace(
+    port: int,
+) -> None:
+    """Told to continue before any look had seen it waiting, the client was timed from its
+    head: at the first look, the grace was over, and it was cut off before it could send."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_post_head("/read-before-the-first-look", 10, b"Expect: 100-continue"))
+    interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
+    assert interim.startswith(b"HTTP/1.1 100"), interim
+    await asyncio.sleep(BODY_GRACE * 0.5)  # the client's own pace, within its grace
     writer.write(b"x" * 10)
     received = await _closed_by_server(reader)
     assert received.startswith(b"HTTP/1.1 200"), received

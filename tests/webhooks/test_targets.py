@@ -163,3 +163,9 @@ def test_a_saved_url_with_an_invisible_character_is_still_sent() -> None:
     """Refused when a URL is saved since 2026-11-28 (WebhookService, the api); one saved
     before is sent as it always was, not refused at every attempt until auto-disabled."""
     assert parse("https://example.com/a\u00adb\u200bc")[1] == "example.com"
+
+
+def test_an_invisible_character_in_a_host_is_refused_at_every_attempt() -> None:
+    """No HTTP client sends it (httpx refuses the URL): refused as before, not an error."""
+    with pytest.raises(UnsafeTarget, match="has a host that"):
+        parse("https://exa\u200bmple.com/hook")
