@@ -364,11 +364,14 @@ class OutboxRelay:
         task.add_done_callback(self._publishing.discard)
 
     async def _publish_committed(self, docs: list[Document]) -> None:
-        ids = [doc["_id"] for doc in docs]
-        async with self._lease_kept(ids, self._committed_token):
-            outcomes = await asyncio.gather(
-                *(self._publish(doc) for doc in docs), return_exceptions=True
-            )
+        # The lease is not renewed here, unlike a claimed batch's: this is the fast path, and
+        # its lease running out is the fallback. While NATS is slow (a stream's leader lost),
+        # commits queue for publish slots behind publishes that time out; renewed, their
+        # events stayed leased to that queue for minutes, where the relay takes them over
+        # once the lease ends (tests/faults/test_nats_cluster.py caught it).
+        outcomes = await asyncio.gather(
+            *(self._publish(doc) for doc in docs), return_exceptions=True
+        )
         published = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if not error]
         failed = [doc["_id"] for doc, error in zip(docs, outcomes, strict=True) if error]
         for doc, outcome in zip(docs, outcomes, strict=True):
