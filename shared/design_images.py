@@ -315,8 +315,7 @@ class Images(_Strict):
 # Versions by (template id, design version, which image): a design version's images never
 # change, and hashing a logo (up to megabytes of base64) for every pass synced, rolled out or
 # shown cost more than the pass.
-_VERSIONS: dict[tuple[str, int, str], str] = {}
-_VERSIONS_KEPT = 10_000
+_VERSIONS: BoundedCache[tuple[str, int, str], str] = BoundedCache(10_000, lambda _: 1)
 
 
 def template_image_version(
@@ -326,9 +325,8 @@ def template_image_version(
     key = (template_id, design_version, which)
     found = _VERSIONS.get(key)
     if found is None:
-        if len(_VERSIONS) >= _VERSIONS_KEPT:
-            _VERSIONS.clear()
-        found = _VERSIONS[key] = image_version(image)
+        found = image_version(image)
+        _VERSIONS.put(key, found)
     return found
 
 

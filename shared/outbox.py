@@ -10,10 +10,10 @@ its own.
 
 The relay is a user of the leased poller (shared/poller.py). A claim leases a batch of up to
 `BATCH_SIZE` documents in `_id` order (`lease_owner`, `lease_until`, renewed while its publishes
-run), so N replicas publish each
-event once in the steady state; a relay that dies mid-batch keeps its lease until it expires,
-then another replica publishes the batch again, which JetStream's duplicate window (the event
-id is the Nats-Msg-Id) and the consumers' unique `_id` absorb. It claims at start (events left
+run), so N replicas publish each event once in the steady state; a relay that dies mid-batch
+keeps its lease until it expires, then another replica publishes the batch again, which
+JetStream's duplicate window (the event id is the Nats-Msg-Id) and the consumers' unique `_id`
+absorb. It claims at start (events left
 by a crash), when a write wakes it, and every `poll_seconds` as the safety net.
 
 A transaction that commits many events (a job's chunk, a batch of passes) may write them as
