@@ -142,8 +142,12 @@ def test_up_runs_restarts_stops_and_keeps_data(tmp_path: Path) -> None:
         assert set(ready) == READY_KEYS
         assert ready["base_url"] == f"http://127.0.0.1:{port}"
         assert ready["wallet_url"] == f"http://127.0.0.1:{port + PORT_OFFSETS['events']}"
-        key = re.search(r"Test API key:\s+(svc_test_\S+)", log.read_text())
-        assert key is not None, log.read_text()
+        # The banner is printed just after ready.json is written: polled for, not raced.
+        key = poll(
+            lambda: re.search(r"Test API key:\s+(svc_test_\S+)", log.read_text()),
+            timeout=30,
+            message="the banner's test key in the log",
+        )
         _second_start_is_refused(data_dir, port, tmp_path / "second.log")
         _banner_links_answer(log.read_text(), ready, data_dir)
         headers = {"Authorization": f"Bearer {key.group(1)}"}
