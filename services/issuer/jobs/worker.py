@@ -145,17 +145,24 @@ class JobWorker:
             result = _given_up(chunk)
             return await self._commit(job, chunk, token, result)
         try:
-            for _ in range(MAX_PREPARES - 1):
+            for _ in range(MAX_PREPARES):
                 try:
                     return await self._prepare_and_commit(job, chunk, token, handler)
                 except ConcurrentUpdate:
                     # A pass the chunk changes was changed meanwhile (a PATCH), or the
                     # preparation is too old to commit: prepare again from fresh reads.
                     log.info("job %s: chunk %s met a concurrent update; again", job.id, chunk.id)
-            return await self._prepare_and_commit(job, chunk, token, handler)
         except NotYet as wait:
             await self._give_back(chunk, token, wait.seconds)
             return False
+        # Still changed under it (a burst of PATCHes, or a store so loaded that every
+        # preparation aged): given back to be claimed again soon, not held for its whole lease
+        # (a raise kept it leased, idle, for a minute) and not counted as a failed attempt.
+        log.warning(
+            "job %s: chunk %s kept meeting concurrent updates; retried soon", job.id, chunk.id
+        )
+        await self._give_back(chunk, token, RETRY_SOON_SECONDS)
+        return False
 
     async def _prepare_and_commit(
         self, job: JobRecord, chunk: Chunk, token: str, handler: JobHandler

@@ -18,7 +18,7 @@ from services.issuer.jobs.import_passes import JOB_TYPE, ImportPasses
 from services.issuer.jobs.reads import JobReads
 from services.issuer.jobs.registry import JobRegistry
 from services.issuer.jobs.store import Chunk, JobStore
-from services.issuer.jobs.worker import MAX_CHUNK_ATTEMPTS, JobWorker
+from services.issuer.jobs.worker import MAX_CHUNK_ATTEMPTS, RETRY_SOON_SECONDS, JobWorker
 from services.issuer.repository import IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
@@ -367,6 +367,39 @@ async def test_a_chunk_that_keeps_failing_is_given_up_and_the_job_goes_on(
     assert (done.status, done.failed) == ("failed", 3)
     assert {e.error.code for e in done.errors} == {"job_chunk_failed"}
     assert await repo.passes.count_documents({}) == 0
+
+
+async def test_a_chunk_that_keeps_meeting_concurrent_updates_is_given_back_soon_uncounted(
+    service: IssuerService,
+    worker: JobWorker,
+    store: JobStore,
+    repo: IssuerRepository,
+    artifacts: WalletArtifacts,
+) -> None:
+    """Every preparation too old to commit (a store so loaded that each one aged, or PATCHes
+    landing on its passes each time): the chunk is given back to be claimed again in seconds,
+    not left leased and idle for its whole lease, and the claim is not counted as an attempt;
+    the next claim then does it."""
+    template = await _template(service)
+    job = await _upload(service, template.id, [_rows(1, 3)])
+    [chunk] = await _claim(store)
+    registry = JobRegistry()
+    registry.register(JOB_TYPE, ImportPasses(PassMaker(repo, artifacts, SystemClock())))
+    aging = job_worker(repo, store, registry, max_prepared_age_seconds=-1.0)
+
+    assert await aging.run_chunk(chunk, "test/1") is False
+
+    held = await store.chunks.find_one({"_id": chunk.id})
+    assert held is not None
+    assert held["attempts"] == chunk.attempts - 1  # this claim not counted
+    lease_until = held["lease_until"].replace(tzinfo=UTC)
+    assert lease_until - datetime.now(UTC) < timedelta(seconds=RETRY_SOON_SECONDS + 1)
+    assert await repo.passes.count_documents({}) == 0
+    [again] = await _claim(store, later=timedelta(seconds=RETRY_SOON_SECONDS + 0.5))
+    assert await worker.run_chunk(again, "test/1")
+    done = await store.job(ACCOUNT, "test", job.id)
+    assert done is not None
+    assert (done.status, done.succeeded) == ("succeeded", 3)
 
 
 async def test_a_chunk_committed_but_never_counted_is_counted_once_by_the_sweep(
