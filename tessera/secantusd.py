@@ -1,4 +1,5 @@
-"""secantusd-py as `tessera up` and the tests run it: its retryable-write records kept in order.
+"""secantusd-py as `tessera up` and the tests run it: its retryable-write records kept in order,
+and its journal flushed once per reply outside its locks (tessera/journal_flush.py).
 
 Run as `python -m tessera.secantusd [secantusd-py's arguments]`. SecantusDB keeps the reply of
 every retryable write (a write outside a transaction, which PyMongo sends with a `txnNumber`)
@@ -24,6 +25,8 @@ from typing import Any
 
 from secantus import transactions
 from secantus.cli import main as serve
+
+from tessera import journal_flush
 
 Registry = Any  # secantus.transactions.TransactionRegistry: private internals, untyped here
 RECORDS = "_retryable"
@@ -83,6 +86,12 @@ def main() -> int:
         print(
             "tessera.secantusd: this SecantusDB's retryable-write records are not the ones "
             "this patch knows; running it unchanged",
+            file=sys.stderr,
+        )
+    if not journal_flush.install():
+        print(
+            "tessera.secantusd: this SecantusDB's commits are not the ones the journal's "
+            "group flush knows; every commit fsyncs under its lock, as shipped",
             file=sys.stderr,
         )
     return int(serve())
