@@ -1,5 +1,6 @@
 """secantusd-py as `tessera up` and the tests run it: its retryable-write records kept in order,
-and its journal flushed once per reply outside its locks (tessera/journal_flush.py).
+its journal flushed once per reply outside its locks (tessera/journal_flush.py), and its index
+definitions read once per write transaction (tessera/index_metadata.py).
 
 Run as `python -m tessera.secantusd [secantusd-py's arguments]`. SecantusDB keeps the reply of
 every retryable write (a write outside a transaction, which PyMongo sends with a `txnNumber`)
@@ -26,7 +27,7 @@ from typing import Any
 from secantus import transactions
 from secantus.cli import main as serve
 
-from tessera import journal_flush
+from tessera import index_metadata, journal_flush
 
 Registry = Any  # secantus.transactions.TransactionRegistry: private internals, untyped here
 RECORDS = "_retryable"
@@ -92,6 +93,12 @@ def main() -> int:
         print(
             "tessera.secantusd: this SecantusDB's commits are not the ones the journal's "
             "group flush knows; every commit fsyncs under its lock, as shipped",
+            file=sys.stderr,
+        )
+    if not index_metadata.install():
+        print(
+            "tessera.secantusd: this SecantusDB's index definitions are not read as this patch "
+            "knows; each write reads them every time it needs them, as shipped",
             file=sys.stderr,
         )
     return int(serve())
