@@ -50,9 +50,10 @@ def install(storage: Any = None) -> bool:
     written for."""
     if storage is None:
         try:
-            from secantus.storage import Storage as storage
+            from secantus import storage as module
         except ImportError:
             return False
+        storage = module.Storage
     Storage = storage  # the class patched
     names = ("_iter_indexes", "_batch_transaction", "_maybe_mark_multikey", *SCHEMA_CHANGES)
     if not all(callable(getattr(Storage, name, None)) for name in names):
