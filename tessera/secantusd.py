@@ -1,6 +1,7 @@
 """secantusd-py as `tessera up` and the tests run it: its retryable-write records kept in order,
-its journal flushed once per reply outside its locks (tessera/journal_flush.py), and its index
-definitions read once per write transaction (tessera/index_metadata.py).
+its journal flushed once per reply outside its locks (tessera/journal_flush.py), its index
+definitions read once per write transaction (tessera/index_metadata.py), and its profiler
+settings kept in memory (tessera/profile_settings.py).
 
 Run as `python -m tessera.secantusd [secantusd-py's arguments]`. SecantusDB keeps the reply of
 every retryable write (a write outside a transaction, which PyMongo sends with a `txnNumber`)
@@ -27,7 +28,7 @@ from typing import Any
 from secantus import transactions
 from secantus.cli import main as serve
 
-from tessera import index_metadata, journal_flush
+from tessera import index_metadata, journal_flush, profile_settings
 
 Registry = Any  # secantus.transactions.TransactionRegistry: private internals, untyped here
 RECORDS = "_retryable"
@@ -82,25 +83,24 @@ def prune_oldest_first(self: Registry) -> None:
         records.popitem(last=False)
 
 
+# Each patch of the store, and what runs as shipped when the installed SecantusDB is not the
+# one it was written for.
+PATCHES: tuple[tuple[Callable[[], bool], str], ...] = (
+    (keep_records_in_order, "its retryable-write records are pruned by scanning them all"),
+    (journal_flush.install, "every commit fsyncs under its lock"),
+    (index_metadata.install, "a write reads its index definitions every time it needs them"),
+    (profile_settings.install, "every command reads its profiler settings from the table"),
+)
+
+
 def main() -> int:
-    if not keep_records_in_order():
-        print(
-            "tessera.secantusd: this SecantusDB's retryable-write records are not the ones "
-            "this patch knows; running it unchanged",
-            file=sys.stderr,
-        )
-    if not journal_flush.install():
-        print(
-            "tessera.secantusd: this SecantusDB's commits are not the ones the journal's "
-            "group flush knows; every commit fsyncs under its lock, as shipped",
-            file=sys.stderr,
-        )
-    if not index_metadata.install():
-        print(
-            "tessera.secantusd: this SecantusDB's index definitions are not read as this patch "
-            "knows; each write reads them every time it needs them, as shipped",
-            file=sys.stderr,
-        )
+    for install, as_shipped in PATCHES:
+        if not install():
+            print(
+                f"tessera.secantusd: {install.__module__}.{install.__name__} does not know this "
+                f"SecantusDB's internals; it runs as shipped: {as_shipped}",
+                file=sys.stderr,
+            )
     return int(serve())
 
 
