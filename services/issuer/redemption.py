@@ -66,3 +66,16 @@ def uses_up(record: PassRecord, policy: RedemptionPolicy) -> bool:
         and limit is not None
         and record.redemption_count + 1 >= limit
     )
+
+
+def at_limit_unmarked(record: PassRecord, policy: RedemptionPolicy) -> bool:
+    """Whether `record` has used every redemption its policy allows and should render as used,
+    but does not yet: a limit lowered below its count (docs/redemption.md), or a pass counted
+    while it could not be rebuilt."""
+    limit = policy.max_redemptions
+    return (
+        policy.on_limit == "mark_used"
+        and limit is not None
+        and not record.used_up
+        and record.redemption_count >= limit
+    )

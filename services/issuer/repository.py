@@ -334,6 +334,24 @@ class IssuerRepository:
         )
         return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]
 
+    async def unmarked_pass_ids_at(
+        self, account_id: str, mode: str, template_id: str, limit: int
+    ) -> list[str]:
+        """The template's passes, not voided and not rendered as used, redeemed `limit` times
+        or more, oldest first."""
+        cursor = self.passes.find(
+            {
+                "account_id": account_id,
+                "mode": mode,
+                "template_id": template_id,
+                "voided": False,
+                "used_up": {"$ne": True},
+                "redemption_count": {"$gte": limit},
+            },
+            {"_id": 1},
+        )
+        return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]
+
     async def stale_pass_ids(
         self, account_id: str, mode: str, template_id: str, design_version: int
     ) -> list[str]:

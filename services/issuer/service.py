@@ -25,14 +25,14 @@ from services.issuer.google.sync import GoogleSyncStore
 from services.issuer.jobs.commands import JobCommands
 from services.issuer.jobs.rollout import plan_rollout
 from services.issuer.jobs.store import JobStore
-from services.issuer.jobs.update_passes import plan_update
+from services.issuer.jobs.update_passes import plan_mark_used, plan_update
 from services.issuer.pass_bundles import (
     PassBundles,
     batch_bundle,
     check_batch_bundle,
     hidden_refusal,
 )
-from services.issuer.redemption import barcode_message
+from services.issuer.redemption import at_limit_unmarked, barcode_message
 from services.issuer.repository import (
     ConcurrentUpdate,
     IssuerRepository,
@@ -362,6 +362,13 @@ class IssuerService:
             )
             updated.rollout_job_id = job.id
             after_commit = self._after_rollout_planned(supersede)
+        elif updated.policy() != record.policy():
+            # A lower limit: the passes redeemed that often already are marked used by a job
+            # (a rollout marks them as it rebuilds every pass: jobs/rerender.py).
+            planned = await plan_mark_used(self._repo, self._job_store, updated, now)
+            if planned is not None:
+                rollout = planned[1]
+                after_commit = self._job_started
         google_classes = self._google_classes if "design_version" in changes else None
 
         async def apply(uow: UnitOfWork) -> None:
@@ -594,6 +601,8 @@ class IssuerService:
         insert: bool,
         images_optional: bool = False,
     ) -> Outcome:
+        if at_limit_unmarked(record, template.policy()):
+            record.used_up = True  # its limit was lowered below its count (docs/redemption.md)
         signed = await self._artifacts.signed_pass(
             record, template, design, images_optional=images_optional
         )

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from tests.issuer.google import walletschema
-from tests.support.api import create_pass, create_template, event_types, ok
+from tests.support.api import create_pass, create_template, event_types, list_page, ok
 from tests.support.apple_wallet import PASS_TYPE, event_where, pushes_to
 from tests.support.emulated_iphone import EmulatedIPhone
 from tests.support.fake_apns import FakeApns
@@ -83,6 +83,62 @@ def test_the_last_redemption_voids_the_wallet_copy_and_pushes_it(
             lambda found: found.count("redeemed") == 2,
         )
         assert "voided" not in types
+
+
+def test_a_lowered_limit_marks_the_passes_redeemed_that_often_used_and_pushes_them(
+    stack: Stack, fake_apns: FakeApns, iphone: EmulatedIPhone, tmp_path: Path
+) -> None:
+    """max_redemptions 3 lowered to 2: the pass redeemed twice is rebuilt as used by a job and
+    its device pushed and synced, as if its last scan had done it; the passes redeemed less
+    are not touched, and raising the limit again marks nothing."""
+    account = stack.new_account()
+    with stack.client(headers=account.headers()) as client:
+        template = create_template(client, redemption={"max_redemptions": 3})
+        twice, once = (create_pass(client, template["id"]) for _ in range(2))
+        download = httpx2.get(twice["download_url"], timeout=30.0)
+        serial = twice["serial_number"]
+        assert iphone.install(download.content, download.headers.get("last-modified")) == 201
+        for pass_id in (twice["id"], twice["id"], once["id"]):
+            assert _scan(client, pass_id)["result"] == "accepted"
+        assert fake_apns.pushes(iphone.push_token) == []  # one redemption left: not used yet
+
+        lowered = {"redemption": {"max_redemptions": 2}}
+        ok(client.patch(f"/v1/templates/{template['id']}", json=lowered))
+
+        jobs = poll(
+            lambda: list_page(client, f"/v1/jobs?template_id={template['id']}&type=update_passes")[
+                "data"
+            ],
+            lambda found: bool(found) and found[0]["status"] == "succeeded",
+        )
+        assert [(job["total"], job["succeeded"], job["failed"]) for job in jobs] == [(1, 1, 0)]
+        (push,) = pushes_to(fake_apns, iphone.push_token, 1)
+        assert push.status == 200
+        sync = iphone.on_push(PASS_TYPE)
+        assert (sync.serial_numbers, sync.downloads) == ([serial], {serial: 200})
+        assert iphone.passes[serial].pass_json["voided"] is True
+        pushed = event_where(
+            client, twice["id"], "updated", stage="pushed", reason="redemption_limit"
+        )
+        assert pushed["metadata"]["job_id"] == jobs[0]["id"]
+        used = verified_pass_json(
+            client.get(twice["download_url"]).content,
+            stack.signing_dir / "root-ca.pem",
+            tmp_path / "used",
+        )
+        assert used["voided"] is True
+        assert _scan(client, twice["id"])["reason"] == "already_redeemed"
+
+        kept = verified_pass_json(
+            client.get(once["download_url"]).content,
+            stack.signing_dir / "root-ca.pem",
+            tmp_path / "kept",
+        )
+        assert "voided" not in kept
+        assert "updated" not in event_types(client, once["id"])
+        raised = {"redemption": {"max_redemptions": 5}}
+        ok(client.patch(f"/v1/templates/{template['id']}", json=raised))
+        assert len(list_page(client, f"/v1/jobs?template_id={template['id']}")["data"]) == 1
 
 
 def test_keep_leaves_the_wallet_copy_as_it_was(

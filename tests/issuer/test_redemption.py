@@ -4,6 +4,7 @@ counted once, recorded always, replayed by its command id, exact under concurren
 never undone by a pass update that read the pass before the scan counted."""
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -321,6 +322,40 @@ async def test_a_policy_change_reaches_the_passes_and_the_next_decision(
     await service.handle(archived)
     # Archived: decided as before (here the limit is reached).
     assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
+
+
+async def test_a_pass_changed_after_its_limit_was_lowered_below_its_count_renders_as_used(
+    service: IssuerService, repo: IssuerRepository
+) -> None:
+    """The lowered limit's job (not run here) is not the only way there: any rebuild of a pass
+    redeemed as often as its template now allows renders it used; one redeemed less is not."""
+    template, record = await _issue(service, max_redemptions=3)
+    await _scan(service, pass_id=record.id)
+    await _scan(service, pass_id=record.id)
+    lower = UpdateTemplate(
+        **command_base(), template_id=template.id, redemption={"max_redemptions": 2}
+    )
+    await service.handle(lower)
+    jobs = [job async for job in repo.db["jobs"].find({"template_id": template.id})]
+    assert [(job["type"], job["total"], job["params"]) for job in jobs] == [
+        ("update_passes", 1, {"mark_used": True})
+    ]
+    other = await service.handle(
+        CreatePass(**command_base(), template_id=template.id, holder_name="Grace")
+    )
+    assert isinstance(other, PassRecord)
+    for pass_id in (record.id, other.id):
+        await service.handle(UpdatePass(**command_base(), pass_id=pass_id, metadata={"n": "1"}))
+
+    stored = await repo.pass_(record.account_id, "test", record.id)
+    assert stored is not None
+    assert (stored.used_up, stored.voided) == (True, False)
+    file = await repo.pass_files.find_one({"_id": record.id})
+    assert file is not None
+    assert json.loads(file["pass_json"])["voided"] is True
+    fresh = await repo.pass_(record.account_id, "test", other.id)
+    assert fresh is not None
+    assert not fresh.used_up
 
 
 async def test_a_pass_past_its_own_expiration_date_is_expired_at_the_door(

@@ -21,7 +21,7 @@ from services.issuer.assets import PassAssets, pass_assets
 from services.issuer.jobs.registry import ChunkResult
 from services.issuer.jobs.store import Chunk
 from services.issuer.pkpass import sign_pass
-from services.issuer.redemption import barcode_message
+from services.issuer.redemption import at_limit_unmarked, barcode_message
 from services.issuer.repository import IssuerRepository, PassFile, UnitOfWork, last_modified_after
 from shared.clock import Clock
 from shared.design import Design
@@ -157,6 +157,8 @@ class PassRerenderer:
                 "updated_at": now,
             }
         )
+        if at_limit_unmarked(updated, template.policy()):
+            updated.used_up = True  # its limit was lowered below its count (docs/redemption.md)
         # What a scanned code is looked up by: a design or values change may change it.
         updated.barcode_message = barcode_message(design, updated)
         content = self._artifacts.content(updated, template, design)

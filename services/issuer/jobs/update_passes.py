@@ -6,6 +6,11 @@ pass), the same push and `updated` event, with `metadata.job_id`.
 `POST /v1/jobs` sends `CreateUpdatePassesJob`; its command creates the job and its chunks of
 pass ids in one transaction (`plan_update`), after the checks that hold for every pass alike
 (the template exists, the fields are the template's, the metadata dates parse).
+
+A template PATCH that lowers `max_redemptions` (with `on_limit: "mark_used"`) makes one too, in
+its own transaction (`plan_mark_used`), of the passes already redeemed that often: each is
+rebuilt as used (`voided: true` in its .pkpass, its Google object COMPLETED) and pushed, as its
+last scan would have done (`params.mark_used`; docs/redemption.md).
 """
 
 from collections.abc import Awaitable, Callable
@@ -16,6 +21,7 @@ from services.issuer.jobs.registry import ChunkResult
 from services.issuer.jobs.rerender import Changed, PassRerenderer
 from services.issuer.jobs.rollout import CHUNK_PASSES
 from services.issuer.jobs.store import Chunk, JobStore
+from services.issuer.redemption import at_limit_unmarked
 from services.issuer.repository import IssuerRepository, UnitOfWork
 from shared.design import Design
 from shared.errors import not_found
@@ -39,7 +45,22 @@ class UpdatePasses:
         self._rerenderer = rerenderer
 
     async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
-        return await self._rerenderer.run(job, chunk, _with_values)
+        change = _used_at_limit if job.params.get("mark_used") else _with_values
+        return await self._rerenderer.run(job, chunk, change)
+
+
+def _used_at_limit(
+    job: JobRecord, template: TemplateRecord, design: Design, record: PassRecord
+) -> Changed | None:
+    policy = template.policy()
+    if not at_limit_unmarked(record, policy):
+        return None  # used already (its last scan), or the limit was raised again since
+    if moves_design(record, template):  # rebuilt from a newer design: its barcodes must fit
+        check_barcode_fits(design, record.field_values)
+    return Changed(
+        updates={"used_up": True},
+        event_metadata={"reason": "redemption_limit", "redemption_limit": policy.max_redemptions},
+    )
 
 
 def _with_values(
@@ -70,17 +91,45 @@ async def plan_update(
     check_field_values(Design.from_stored(template.design), cmd.field_values or {})
     check_metadata_dates({k: v for k, v in (cmd.metadata or {}).items() if v is not None})
     pass_ids = await repo.live_pass_ids(cmd.account_id, cmd.mode, template.id)
+    params = {"field_values": cmd.field_values or {}, "metadata": cmd.metadata or {}}
+    return _planned(store, template, pass_ids, params, now)
+
+
+async def plan_mark_used(
+    repo: IssuerRepository, store: JobStore, template: TemplateRecord, now: datetime
+) -> tuple[JobRecord, Callable[[UnitOfWork], Awaitable[None]]] | None:
+    """The job that marks used the passes of `template` (at its new, lower `max_redemptions`)
+    redeemed that often already, and its writes for the PATCH's transaction; None when there
+    are none. A pass that reaches the limit meanwhile is marked by its own last scan."""
+    policy = template.policy()
+    if policy.on_limit != "mark_used" or policy.max_redemptions is None:
+        return None
+    pass_ids = await repo.unmarked_pass_ids_at(
+        template.account_id, template.mode, template.id, policy.max_redemptions
+    )
+    if not pass_ids:
+        return None
+    return _planned(store, template, pass_ids, {"mark_used": True}, now)
+
+
+def _planned(
+    store: JobStore,
+    template: TemplateRecord,
+    pass_ids: list[str],
+    params: dict[str, Any],
+    now: datetime,
+) -> tuple[JobRecord, Callable[[UnitOfWork], Awaitable[None]]]:
     empty = not pass_ids
     job = JobRecord.model_validate(
         {
             "_id": new_id("job"),
-            "account_id": cmd.account_id,
-            "mode": cmd.mode,
+            "account_id": template.account_id,
+            "mode": template.mode,
             "type": JOB_TYPE,
             "status": "succeeded" if empty else "queued",
             "template_id": template.id,
             "total": len(pass_ids),
-            "params": {"field_values": cmd.field_values or {}, "metadata": cmd.metadata or {}},
+            "params": params,
             "created_at": now,
             "updated_at": now,
             "started_at": now if empty else None,
