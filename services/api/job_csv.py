@@ -1,7 +1,8 @@
 """An import's rows from CSV (POST /v1/jobs/import_passes, Content-Type: text/csv).
 
-The header row names the columns: `holder_name`, `holder_email`, the template's field keys, and
-`metadata.<key>`; anything else (or a column named twice) fails the request with 400, before
+The header row names the columns: `holder_name`, `holder_email`, the template's field keys (or
+`field_values.<key>`, which names a field even when its key is `holder_name` or `holder_email`),
+and `metadata.<key>`; anything else (or a column named twice) fails the request with 400, before
 any job exists. Each record after it is a row, numbered from 1 (blank lines, and records whose
 cells are all blank, as spreadsheets export below their data, are skipped and not counted); an
 empty cell is an absent value (the field's default applies). A record with more or fewer cells
@@ -24,6 +25,7 @@ HOLDER_COLUMNS = ("holder_name", "holder_email")
 # cell an import's body can hold is read, and one too long fails its row alone.
 csv.field_size_limit(max(csv.field_size_limit(), IMPORT_MAX_BODY_BYTES))
 METADATA_PREFIX = "metadata."
+FIELD_PREFIX = "field_values."
 
 
 def _header_error(message: str) -> InvalidRequest:
@@ -46,19 +48,32 @@ def check_header(header: list[str], field_keys: set[str]) -> list[str]:
         raise _header_error("The CSV needs a header row naming its columns.")
     seen: set[str] = set()
     for name in columns:
-        if name in seen:
+        if _meaning(name) in seen:
             raise _header_error(f"The column '{name}' is named twice.")
-        seen.add(name)
+        seen.add(_meaning(name))
         if name in HOLDER_COLUMNS or name in field_keys:
+            continue
+        if name.startswith(FIELD_PREFIX) and name.removeprefix(FIELD_PREFIX) in field_keys:
             continue
         if name.startswith(METADATA_PREFIX) and len(name) > len(METADATA_PREFIX):
             _check_metadata_column(name)
             continue
         raise _header_error(
             f"Unknown column '{name}': use holder_name, holder_email, metadata.<key> or a "
-            f"field of the template ({', '.join(sorted(field_keys)) or 'it has none'})."
+            f"field of the template ({', '.join(sorted(field_keys)) or 'it has none'}), as "
+            "its key or as field_values.<key>."
         )
     return columns
+
+
+def _meaning(column: str) -> str:
+    """What a column sets: a field named by its key or by `field_values.<key>` is one field
+    (a holder column's name stays its own, so a field `holder_name` is told from the holder's)."""
+    if column.startswith(FIELD_PREFIX):
+        return column
+    if column in HOLDER_COLUMNS or column.startswith(METADATA_PREFIX):
+        return column
+    return FIELD_PREFIX + column
 
 
 def _check_metadata_column(name: str) -> None:
@@ -80,6 +95,8 @@ def _row(columns: list[str], cells: list[str]) -> dict[str, Any]:
             continue
         if name in HOLDER_COLUMNS:
             body[name] = cell
+        elif name.startswith(FIELD_PREFIX):
+            field_values[name.removeprefix(FIELD_PREFIX)] = cell
         elif name.startswith(METADATA_PREFIX):
             metadata[name.removeprefix(METADATA_PREFIX)] = cell
         else:

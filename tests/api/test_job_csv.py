@@ -26,3 +26,30 @@ def test_a_file_of_blank_records_has_no_rows() -> None:
     with pytest.raises(InvalidRequest) as refused:
         parse_rows(b"holder_name,seat\n,\n,,\n", {"seat"}, 10)
     assert refused.value.param == "rows"
+
+
+def test_a_field_values_column_names_a_field_even_one_keyed_like_a_holder_column() -> None:
+    """A template field keyed `holder_name` could not be set from a CSV: the column was the
+    holder's. `field_values.<key>` names the field, whatever its key."""
+    data = b"holder_name,field_values.holder_name,field_values.seat,gate\nAda,Ada L.,A1,B\n"
+    assert parse_rows(data, {"holder_name", "seat", "gate"}, 10) == [
+        {
+            "holder_name": "Ada",
+            "field_values": {"holder_name": "Ada L.", "seat": "A1", "gate": "B"},
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"seat,field_values.seat",
+        b"field_values.nope",
+        b"field_values.",
+        b"holder_email,holder_email",
+    ],
+)
+def test_a_field_named_twice_or_unknown_as_field_values_fails_the_header(header: bytes) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        parse_rows(header + b"\nx,y\n", {"seat"}, 10)
+    assert (refused.value.param, refused.value.code) == ("header", "csv_header_invalid")
