@@ -12,11 +12,11 @@ The same here, in two steps:
 1. WiredTiger is opened with `transaction_sync=(enabled=true,method=none)`: each commit still
    writes its log record to the operating system before it returns (a kill -9 of the store loses
    nothing committed, as before), but does not fsync under the lock.
-2. A command that committed and asked for `j: true` (a transaction's commit included) flushes the
-   log to disk (`WT_SESSION::log_flush(sync=on)`) after the command ran and its locks were
-   released, before its reply is sent. WiredTiger's flush syncs everything written up to then
-   and returns at once for a record an earlier flush already synced, so writers waiting together
-   share one fsync.
+2. A command that asked for `j: true` (a transaction's commit included, a retried write answered
+   from its stored reply, a schema change) flushes the log to disk
+   (`WT_SESSION::log_flush(sync=on)`) after the command ran and its locks were released, before
+   its reply is sent. WiredTiger's flush syncs everything written up to then and returns at once
+   when an earlier flush synced it already, so writers waiting together share one fsync.
 
 So an acknowledged `j: true` write is on disk as before. A write acknowledged without `j` (the
 rate-limit and quota counters, idempotency records: `shared/mongo.py` `unjournaled()`) survives
@@ -26,7 +26,6 @@ committed write in the moment before its flush ends. If the installed SecantusDB
 does not have what this relies on, nothing is changed and `install` says so.
 """
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,10 +52,9 @@ def install() -> bool:
     )
     if not needed:
         return False
-    committed = threading.local()
     wiredtiger.wiredtiger_open = _writing_without_sync(wiredtiger.wiredtiger_open)
-    session.commit_transaction = _noting_commits(session.commit_transaction, committed)
-    server.dispatch = _flushing_before_reply(server.dispatch, committed)
+    session.commit_transaction = _writing_commits(session.commit_transaction)
+    server.dispatch = _flushing_before_reply(server.dispatch)
     return True
 
 
@@ -67,28 +65,29 @@ def _writing_without_sync(wiredtiger_open: Callable[..., Any]) -> Callable[..., 
     return open_writing_without_sync
 
 
-def _noting_commits(commit: Callable[..., Any], committed: threading.local) -> Callable[..., Any]:
+def _writing_commits(commit: Callable[..., Any]) -> Callable[..., Any]:
     def commit_transaction(self: Any, config: str | None = None) -> Any:
         # `sync=on` (a single write with j: true) would fsync here, under the lock: the
         # connection's setting writes the record instead, and the reply flushes it.
-        result = commit(self, None if config == "sync=on" else config)
-        committed.any = True
-        return result
+        return commit(self, None if config == "sync=on" else config)
 
     return commit_transaction
 
 
 def _flushing_before_reply(
-    dispatch: Callable[[dict[str, Any], Any], dict[str, Any]], committed: threading.local
+    dispatch: Callable[[dict[str, Any], Any], dict[str, Any]],
 ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     def dispatch_then_flush(body: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        committed.any = False
-        try:
-            return dispatch(body, ctx)
-        finally:
-            if committed.any and wants_journal(body):
-                committed.any = False
-                ctx.storage._session().log_flush("sync=on")
+        reply = dispatch(body, ctx)
+        if wants_journal(body):
+            # Whatever the command did: a retried write answered from its stored reply, or a
+            # schema change whose writes WiredTiger committed by itself, is acknowledged only
+            # once on disk too. A flush with nothing left to sync returns at once. One that
+            # fails raises: no reply, the connection is dropped, nothing is acknowledged.
+            if getattr(ctx.storage, "_closed", False):
+                raise RuntimeError("the store is closing: the journal cannot be flushed")
+            ctx.storage._session().log_flush("sync=on")
+        return reply
 
     return dispatch_then_flush
 

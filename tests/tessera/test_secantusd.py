@@ -2,6 +2,8 @@
 and expire as before (what the fix changes is only their cost: `python -m bench.store_costs`)."""
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,14 @@ def test_a_registry_of_other_internals_is_left_as_it_is() -> None:
 
     assert not keep_records_in_order(Other)
     assert Other._prune_retryable_locked is prune
+
+
+def test_every_patch_knows_the_installed_secantusdb() -> None:
+    """A patch that does not know the store's internals leaves it as shipped, saying so only on
+    stderr: here, in a process of its own (the patches change the store's classes), each one
+    must apply to the SecantusDB the lock files install."""
+    probe = "from tessera import secantusd; print([install() for install, _ in secantusd.PATCHES])"
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert ran.stdout.strip() == str([True] * 4), ran.stderr
