@@ -335,7 +335,12 @@ class IssuerRepository:
         return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]
 
     async def unmarked_pass_ids_at(
-        self, account_id: str, mode: str, template_id: str, limit: int
+        self,
+        account_id: str,
+        mode: str,
+        template_id: str,
+        limit: int,
+        session: AsyncClientSession | None = None,
     ) -> list[str]:
         """The template's passes, not voided and not rendered as used, redeemed `limit` times
         or more, oldest first."""
@@ -349,6 +354,7 @@ class IssuerRepository:
                 "redemption_count": {"$gte": limit},
             },
             {"_id": 1},
+            session=session,
         )
         return [str(doc["_id"]) async for doc in cursor.sort("_id", ASCENDING)]
 

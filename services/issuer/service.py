@@ -94,7 +94,7 @@ from shared.pass_values import (
     merged,
     moves_design,
 )
-from shared.redemption import resolve_policy
+from shared.redemption import RedemptionPolicy, resolve_policy
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,15 @@ class Outcome:
     events: list[PassEventMessage | LiveUpdate] = field(default_factory=list)
     # Run once the transaction committed (a job was started: wake the job worker).
     after_commit: Callable[[], Awaitable[None]] | None = None
+
+
+def _may_use_up(before: RedemptionPolicy, after: RedemptionPolicy) -> bool:
+    """Whether a template's new redemption policy can mark used passes the old one did not: a
+    lower (or a first) limit, or `on_limit` turned to "mark_used"."""
+    if after.on_limit != "mark_used" or after.max_redemptions is None:
+        return False
+    lowered = before.max_redemptions is None or after.max_redemptions < before.max_redemptions
+    return lowered or before.on_limit != "mark_used"
 
 
 class IssuerService:
@@ -362,12 +371,11 @@ class IssuerService:
             )
             updated.rollout_job_id = job.id
             after_commit = self._after_rollout_planned(supersede)
-        elif updated.policy() != record.policy():
+        elif _may_use_up(record.policy(), updated.policy()):
             # A lower limit: the passes redeemed that often already are marked used by a job
             # (a rollout marks them as it rebuilds every pass: jobs/rerender.py).
-            planned = await plan_mark_used(self._repo, self._job_store, updated, now)
-            if planned is not None:
-                rollout = planned[1]
+            rollout = plan_mark_used(self._repo, self._job_store, updated, now)
+            if rollout is not None:
                 after_commit = self._job_started
         google_classes = self._google_classes if "design_version" in changes else None
 

@@ -95,21 +95,29 @@ async def plan_update(
     return _planned(store, template, pass_ids, params, now)
 
 
-async def plan_mark_used(
+def plan_mark_used(
     repo: IssuerRepository, store: JobStore, template: TemplateRecord, now: datetime
-) -> tuple[JobRecord, Callable[[UnitOfWork], Awaitable[None]]] | None:
-    """The job that marks used the passes of `template` (at its new, lower `max_redemptions`)
-    redeemed that often already, and its writes for the PATCH's transaction; None when there
-    are none. A pass that reaches the limit meanwhile is marked by its own last scan."""
+) -> Callable[[UnitOfWork], Awaitable[None]] | None:
+    """The writes, for the PATCH's transaction, of the job that marks used the passes of
+    `template` (at its new, lower `max_redemptions`) redeemed that often already; None when its
+    policy marks nothing used. The passes are listed in the transaction, after the PATCH set
+    their new limit on every pass of the template: a scan that counts one of them and commits
+    after that read conflicts with that write and is decided again under the new limit (and,
+    reaching it, marks its pass used itself), so none is left out. No pass: no job."""
     policy = template.policy()
-    if policy.on_limit != "mark_used" or policy.max_redemptions is None:
+    limit = policy.max_redemptions
+    if policy.on_limit != "mark_used" or limit is None:
         return None
-    pass_ids = await repo.unmarked_pass_ids_at(
-        template.account_id, template.mode, template.id, policy.max_redemptions
-    )
-    if not pass_ids:
-        return None
-    return _planned(store, template, pass_ids, {"mark_used": True}, now)
+
+    async def apply(uow: UnitOfWork) -> None:
+        pass_ids = await repo.unmarked_pass_ids_at(
+            template.account_id, template.mode, template.id, limit, session=uow.session
+        )
+        if pass_ids:
+            _job, write = _planned(store, template, pass_ids, {"mark_used": True}, now)
+            await write(uow)
+
+    return apply
 
 
 def _planned(
