@@ -253,14 +253,17 @@ class JobStore:
                 session=session,
             )
 
-    async def retry_soon(self, chunk_id: str, token: str, at: datetime) -> None:
+    async def retry_soon(
+        self, chunk_id: str, token: str, at: datetime, *, counted: bool = False
+    ) -> None:
         """Give a claimed chunk back, to be claimed again from `at`, without counting this
-        claim as an attempt (its commit was held up, not failed)."""
+        claim as an attempt (its commit was held up, not failed) unless `counted`."""
+        uncount: dict[str, Any] = {} if counted else {"$inc": {"attempts": -1}}
         # Not given back on a conflict (a cancel): the lease then expires as for a crash.
         await self._in_transaction(
             lambda session: self.chunks.update_one(
                 {"_id": chunk_id, "lease_owner": token, "state": "pending"},
-                {"$set": {"lease_until": at}, "$inc": {"attempts": -1}},
+                {"$set": {"lease_until": at}, **uncount},
                 session=session,
             )
         )

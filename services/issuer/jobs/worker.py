@@ -144,24 +144,30 @@ class JobWorker:
             )
             result = _given_up(chunk)
             return await self._commit(job, chunk, token, result)
+        aged = False
         try:
             for _ in range(MAX_PREPARES):
                 try:
                     return await self._prepare_and_commit(job, chunk, token, handler)
-                except ConcurrentUpdate:
+                except ConcurrentUpdate as changed:
                     # A pass the chunk changes was changed meanwhile (a PATCH), or the
                     # preparation is too old to commit: prepare again from fresh reads.
+                    aged = isinstance(changed, PreparationAged)
                     log.info("job %s: chunk %s met a concurrent update; again", job.id, chunk.id)
         except NotYet as wait:
             await self._give_back(chunk, token, wait.seconds)
             return False
-        # Still changed under it (a burst of PATCHes, or a store so loaded that every
-        # preparation aged): given back to be claimed again soon, not held for its whole lease
-        # (a raise kept it leased, idle, for a minute) and not counted as a failed attempt.
+        # Still changed under it: given back to be claimed again soon, not held for its whole
+        # lease (a raise kept it leased, idle, for a minute). Passes that other commands keep
+        # changing (a burst of PATCHes) do not count as a failed attempt; preparations too
+        # slow to commit do, so a store that never gets fast enough ends in the chunk given up.
         log.warning(
-            "job %s: chunk %s kept meeting concurrent updates; retried soon", job.id, chunk.id
+            "job %s: chunk %s kept meeting %s; retried soon",
+            job.id,
+            chunk.id,
+            "slow preparations" if aged else "concurrent updates",
         )
-        await self._give_back(chunk, token, RETRY_SOON_SECONDS)
+        await self._give_back(chunk, token, RETRY_SOON_SECONDS, counted=aged)
         return False
 
     async def _prepare_and_commit(
@@ -191,7 +197,7 @@ class JobWorker:
                 time.monotonic() - prepared_from > self._max_prepared_age
             ):
                 if attempt == 1:
-                    raise ConcurrentUpdate(chunk.id)
+                    raise PreparationAged(chunk.id)
                 await self._retry_soon(job, chunk, token)
                 return False
             try:
@@ -228,12 +234,14 @@ class JobWorker:
         log.warning("job %s: chunk %s still conflicts; retried soon", job.id, chunk.id)
         await self._give_back(chunk, token, RETRY_SOON_SECONDS)
 
-    async def _give_back(self, chunk: Chunk, token: str, seconds: float) -> None:
+    async def _give_back(
+        self, chunk: Chunk, token: str, seconds: float, *, counted: bool = False
+    ) -> None:
         """The chunk claimed again (and prepared afresh) in `seconds`, this claim not counted
-        as an attempt."""
+        as an attempt unless `counted`."""
         later = self._clock.now() + timedelta(seconds=seconds)
         try:
-            await self._store.retry_soon(chunk.id, token, later)
+            await self._store.retry_soon(chunk.id, token, later, counted=counted)
         except OperationFailure as held:
             # The chunk itself is held: it waits for its lease to run out.
             log.warning("job %s: chunk %s kept its lease: %s", chunk.job_id, chunk.id, held)
@@ -293,6 +301,11 @@ class JobWorker:
         for doc in await self._store.uncounted(before):
             outcomes = [JobRowOutcome.model_validate(o) for o in doc.get("outcomes", [])]
             await self._count(str(doc["_id"]), str(doc["job_id"]), outcomes)
+
+
+class PreparationAged(ConcurrentUpdate):
+    """A chunk's preparation took longer than the age a commit allows (the store or the
+    replica was too busy): not another command's change."""
 
 
 class _NotOurs(Exception):

@@ -16,10 +16,15 @@ from services.issuer.artifacts import WalletArtifacts
 from services.issuer.bulk import PassMaker
 from services.issuer.jobs.import_passes import JOB_TYPE, ImportPasses
 from services.issuer.jobs.reads import JobReads
-from services.issuer.jobs.registry import JobRegistry
+from services.issuer.jobs.registry import ChunkResult, JobRegistry
 from services.issuer.jobs.store import Chunk, JobStore
-from services.issuer.jobs.worker import MAX_CHUNK_ATTEMPTS, RETRY_SOON_SECONDS, JobWorker
-from services.issuer.repository import IssuerRepository
+from services.issuer.jobs.worker import (
+    MAX_CHUNK_ATTEMPTS,
+    MAX_PREPARES,
+    RETRY_SOON_SECONDS,
+    JobWorker,
+)
+from services.issuer.repository import ConcurrentUpdate, IssuerRepository
 from services.issuer.service import IssuerService
 from shared.clock import SystemClock
 from shared.errors import InvalidRequest, NotFound
@@ -369,17 +374,54 @@ async def test_a_chunk_that_keeps_failing_is_given_up_and_the_job_goes_on(
     assert await repo.passes.count_documents({}) == 0
 
 
-async def test_a_chunk_that_keeps_meeting_concurrent_updates_is_given_back_soon_uncounted(
+class _AlwaysChanged:
+    """A job handler whose passes another command changes every time it prepares them."""
+
+    def __init__(self) -> None:
+        self.preparations = 0
+
+    async def run(self, job: JobRecord, chunk: Chunk) -> ChunkResult:
+        self.preparations += 1
+        raise ConcurrentUpdate(chunk.id)
+
+
+async def _held(store: JobStore, chunk: Chunk) -> dict[str, Any]:
+    held = await store.chunks.find_one({"_id": chunk.id})
+    assert held is not None
+    lease_until = held["lease_until"].replace(tzinfo=UTC)
+    # Given back to be claimed again soon, not left leased for its whole minute.
+    assert lease_until - datetime.now(UTC) < timedelta(seconds=RETRY_SOON_SECONDS + 1)
+    return held
+
+
+async def test_a_chunk_whose_passes_keep_changing_is_given_back_soon_uncounted(
+    service: IssuerService, store: JobStore, repo: IssuerRepository
+) -> None:
+    """Another command changes the chunk's passes every time it is prepared (a burst of
+    PATCHes): given back for a claim in seconds, this claim not counted as an attempt."""
+    template = await _template(service)
+    await _upload(service, template.id, [_rows(1, 3)])
+    [chunk] = await _claim(store)
+    changing = _AlwaysChanged()
+    registry = JobRegistry()
+    registry.register(JOB_TYPE, changing)
+
+    assert await job_worker(repo, store, registry).run_chunk(chunk, "test/1") is False
+
+    assert changing.preparations == MAX_PREPARES
+    assert (await _held(store, chunk))["attempts"] == chunk.attempts - 1
+
+
+async def test_a_chunk_too_slow_to_commit_is_given_back_soon_and_counted(
     service: IssuerService,
     worker: JobWorker,
     store: JobStore,
     repo: IssuerRepository,
     artifacts: WalletArtifacts,
 ) -> None:
-    """Every preparation too old to commit (a store so loaded that each one aged, or PATCHes
-    landing on its passes each time): the chunk is given back to be claimed again in seconds,
-    not left leased and idle for its whole lease, and the claim is not counted as an attempt;
-    the next claim then does it."""
+    """Every preparation older than a commit allows (a store too loaded): given back soon, and
+    counted, so a store that never gets fast enough ends in the chunk given up, not retried
+    forever; the next claim, fast enough, does it."""
     template = await _template(service)
     job = await _upload(service, template.id, [_rows(1, 3)])
     [chunk] = await _claim(store)
@@ -389,13 +431,10 @@ async def test_a_chunk_that_keeps_meeting_concurrent_updates_is_given_back_soon_
 
     assert await aging.run_chunk(chunk, "test/1") is False
 
-    held = await store.chunks.find_one({"_id": chunk.id})
-    assert held is not None
-    assert held["attempts"] == chunk.attempts - 1  # this claim not counted
-    lease_until = held["lease_until"].replace(tzinfo=UTC)
-    assert lease_until - datetime.now(UTC) < timedelta(seconds=RETRY_SOON_SECONDS + 1)
+    assert (await _held(store, chunk))["attempts"] == chunk.attempts
     assert await repo.passes.count_documents({}) == 0
     [again] = await _claim(store, later=timedelta(seconds=RETRY_SOON_SECONDS + 0.5))
+    assert again.attempts == chunk.attempts + 1
     assert await worker.run_chunk(again, "test/1")
     done = await store.job(ACCOUNT, "test", job.id)
     assert done is not None
