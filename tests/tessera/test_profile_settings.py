@@ -9,6 +9,7 @@ import pytest
 from secantus.storage import Storage
 
 from tessera.profile_settings import install
+from tests.support.store_patches import patched_storage
 
 
 class Counted(Storage):  # type: ignore[misc]  # SecantusDB is untyped
@@ -21,21 +22,13 @@ class Counted(Storage):  # type: ignore[misc]  # SecantusDB is untyped
 
 
 class Patched(Counted):
-    """Patched apart from SecantusDB's own class, which the test process leaves as shipped."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def patched() -> None:
-    assert install(Patched), "the installed SecantusDB is not the one patched"
+    """Patched by the fixture, apart from SecantusDB's own class."""
 
 
 @pytest.fixture
 def storage(tmp_path: Path) -> Iterator[Storage]:
-    store = Patched(str(tmp_path / "data"), enable_oplog=False)
-    try:
+    with patched_storage(Patched, install, tmp_path) as store:
         yield store
-    finally:
-        store.close()
 
 
 def test_the_settings_are_read_once_and_a_change_is_seen_at_once(storage: Storage) -> None:
