@@ -14,7 +14,7 @@ from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.errors import NoRespondersError, OutboundBufferLimitError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import BadRequestError, ServiceUnavailableError
+from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
 from pydantic import BaseModel, ValidationError
 from pymongo.errors import ConnectionFailure
 
@@ -232,6 +232,10 @@ STREAM_RETRY_SECONDS = 1.0
 STREAM_WAIT_SECONDS = 60.0
 
 
+class StreamNotPlaced(Exception):
+    """JetStream refused to create a stream it does not have: not peers enough yet."""
+
+
 async def _ensure_stream(broker: NatsBroker, config: StreamConfig) -> None:
     js = broker.connection.jetstream()
     loop = asyncio.get_running_loop()
@@ -240,10 +244,16 @@ async def _ensure_stream(broker: NatsBroker, config: StreamConfig) -> None:
         try:
             try:
                 await js.add_stream(config=config)
-            except BadRequestError:
-                await js.update_stream(config=config)
+            except BadRequestError as refused:
+                try:
+                    await js.update_stream(config=config)
+                except NotFoundError:
+                    # Refused for another reason than being there already: a cluster with a
+                    # leader but not yet peers enough for its replicas ("no suitable peers
+                    # for placement", nodes still starting). Asked again, like no leader.
+                    raise StreamNotPlaced(refused.description or "refused") from refused
             return
-        except (ServiceUnavailableError, NatsTimeout, TimeoutError) as exc:
+        except (ServiceUnavailableError, NatsTimeout, TimeoutError, StreamNotPlaced) as exc:
             if loop.time() > deadline:
                 raise
             log.warning(
