@@ -3,7 +3,7 @@
 SecantusDB 0.7.0b3 reads a collection's index definitions from its WiredTiger table, decoding
 each one, every time a write needs them: the indexes to maintain, their partial filters, which
 are multikey, and per document written its unique-key and geo checks each read them all again.
-A replace of one pass (ten indexes) read them five times, and in a rollout those reads were
+A replace of one pass (ten indexes) read them seven times, and in a rollout those reads were
 about a sixth of the store's busy time (py-spy, `Storage._iter_indexes`; docs/performance.md).
 
 Within one write's WiredTiger transaction those reads cannot change: the transaction reads one
@@ -54,16 +54,15 @@ def install(storage: Any = None) -> bool:
         except ImportError:
             return False
         storage = module.Storage
-    Storage = storage  # the class patched
     names = ("_iter_indexes", "_batch_transaction", "_maybe_mark_multikey", *SCHEMA_CHANGES)
-    if not all(callable(getattr(Storage, name, None)) for name in names):
+    if not all(callable(getattr(storage, name, None)) for name in names):
         return False
     kept = _Kept()
-    Storage._iter_indexes = _kept_in_transaction(Storage._iter_indexes, kept)
-    Storage._batch_transaction = _keeping(Storage._batch_transaction, kept)
-    Storage._maybe_mark_multikey = _dropping_on_mark(Storage._maybe_mark_multikey, kept)
+    storage._iter_indexes = _kept_in_transaction(storage._iter_indexes, kept)
+    storage._batch_transaction = _keeping(storage._batch_transaction, kept)
+    storage._maybe_mark_multikey = _dropping_on_mark(storage._maybe_mark_multikey, kept)
     for name in SCHEMA_CHANGES:
-        setattr(Storage, name, _reading_afresh(getattr(Storage, name), kept))
+        setattr(storage, name, _reading_afresh(getattr(storage, name), kept))
     return True
 
 

@@ -48,9 +48,10 @@ def check_header(header: list[str], field_keys: set[str]) -> list[str]:
         raise _header_error("The CSV needs a header row naming its columns.")
     seen: set[str] = set()
     for name in columns:
-        if _meaning(name) in seen:
+        meaning = _meaning(name)
+        if meaning in seen:
             raise _header_error(f"The column '{name}' is named twice.")
-        seen.add(_meaning(name))
+        seen.add(meaning)
         if name in HOLDER_COLUMNS or name in field_keys:
             continue
         if name.startswith(FIELD_PREFIX) and name.removeprefix(FIELD_PREFIX) in field_keys:
@@ -69,9 +70,7 @@ def check_header(header: list[str], field_keys: set[str]) -> list[str]:
 def _meaning(column: str) -> str:
     """What a column sets: a field named by its key or by `field_values.<key>` is one field
     (a holder column's name stays its own, so a field `holder_name` is told from the holder's)."""
-    if column.startswith(FIELD_PREFIX):
-        return column
-    if column in HOLDER_COLUMNS or column.startswith(METADATA_PREFIX):
+    if column in HOLDER_COLUMNS or column.startswith((FIELD_PREFIX, METADATA_PREFIX)):
         return column
     return FIELD_PREFIX + column
 

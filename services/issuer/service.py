@@ -354,14 +354,15 @@ class IssuerService:
         if cmd.redemption is not None:
             changes["redemption"] = resolve_policy(record.type, cmd.redemption)
         now = self._clock.now()
-        rollout: Apply | None = None
+        # The writes of the job the change starts (a rollout, or marking passes used).
+        job_writes: Apply | None = None
         after_commit: Callable[[], Awaitable[None]] | None = None
         if changes.get("design", record.design) != record.design:
             # A new design_version, rolled out to the passes already issued (jobs/rollout.py).
             changes["design_version"] = record.design_version + 1
         updated = record.model_copy(update={**changes, "updated_at": now})
         if updated.design_version != record.design_version:
-            job, rollout, supersede = await plan_rollout(
+            job, job_writes, supersede = await plan_rollout(
                 self._repo,
                 self._job_store,
                 record,
@@ -374,8 +375,8 @@ class IssuerService:
         elif _may_use_up(record.policy(), updated.policy()):
             # A lower limit: the passes redeemed that often already are marked used by a job
             # (a rollout marks them as it rebuilds every pass: jobs/rerender.py).
-            rollout = plan_mark_used(self._repo, self._job_store, updated, now)
-            if rollout is not None:
+            job_writes = plan_mark_used(self._repo, self._job_store, updated, now)
+            if job_writes is not None:
                 after_commit = self._job_started
         google_classes = self._google_classes if "design_version" in changes else None
 
@@ -386,8 +387,8 @@ class IssuerService:
             limit = updated.policy().max_redemptions
             if limit != record.policy().max_redemptions:
                 await self._scan_store.set_limits(updated, limit, uow.session)
-            if rollout is not None:
-                await rollout(uow)
+            if job_writes is not None:
+                await job_writes(uow)
 
         return Outcome(result=updated, apply=apply, after_commit=after_commit)
 
