@@ -1,9 +1,14 @@
 """Drive the Node scripts in this directory (passkit-generator, pass-js) from tests and bench.
 
 The npm packages are installed on demand with `npm ci` from package-lock.json the first time
-they are needed, so CI needs nothing but `node` and `npm` on the PATH.
+they are needed, so CI needs nothing but `node` and `npm` on the PATH. pytest's workers may ask at
+the same moment: one installs under a file lock while the others wait, and a marker written after
+`npm ci` succeeded (naming the lock file's hash) says the install is whole. `npm ci` deletes
+node_modules first, so a second one would pull the packages from under a check already running.
 """
 
+import fcntl
+import hashlib
 import io
 import json
 import shutil
@@ -26,32 +31,41 @@ def missing_tools() -> str | None:
     return f"{' and '.join(absent)} not found on PATH" if absent else None
 
 
-def _installed(name: str) -> str | None:
-    package = NODE_DIR / "node_modules" / name / "package.json"
-    if not package.is_file():
-        return None
-    version: str = json.loads(package.read_text())["version"]
-    return version
+_MARKER = Path("node_modules") / ".tessera-installed"
+_LOCK = ".npm-install.lock"
 
 
-def ensure_installed(timeout_seconds: float = 300.0) -> None:
-    """Run `npm ci` unless every pinned package is already installed at its version."""
-    pinned: dict[str, str] = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
-    if all(_installed(name) == version for name, version in pinned.items()):
+def _lock_digest(node_dir: Path) -> str:
+    return hashlib.sha256((node_dir / "package-lock.json").read_bytes()).hexdigest()
+
+
+def _installed(node_dir: Path) -> bool:
+    marker = node_dir / _MARKER
+    return marker.is_file() and marker.read_text() == _lock_digest(node_dir)
+
+
+def ensure_installed(timeout_seconds: float = 300.0, node_dir: Path = NODE_DIR) -> None:
+    """Run `npm ci` once, unless a whole install of this package-lock.json is already there."""
+    if _installed(node_dir):
         return
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("npm not found on PATH")
-    result = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"],
-        cwd=NODE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=timeout_seconds,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"npm ci failed in {NODE_DIR}:\n{result.stdout}\n{result.stderr}")
+    with open(node_dir / _LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _installed(node_dir):
+            return
+        result = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=node_dir,
+            capture_output=True,
+            text=True,
+            timeout=timeout_seconds,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"npm ci failed in {node_dir}:\n{result.stdout}\n{result.stderr}")
+        (node_dir / _MARKER).write_text(_lock_digest(node_dir))
 
 
 def write_model(pkpass: bytes, parent: Path, name: str = "model") -> Path:
