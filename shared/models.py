@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from shared.errors import ApiError
-from shared.redemption import RedemptionPolicy, default_policy
+from shared.redemption import OnLimit, RedemptionPolicy, default_policy
 
 Mode = Literal["test", "live"]
 
@@ -107,13 +107,15 @@ class PassRecord(_Record):
     # 2026-11-27: the file's own is read then (IssuerRepository.file_stamp).
     file_modified_at: datetime | None = None
     updated_at: datetime
-    # Redemption (docs/redemption.md): accepted scans so far, the template's limit (kept
-    # current by template updates; None: unlimited), the barcode message as rendered (what a
-    # scan looks up), and whether the last allowed scan marked the wallet copy used (rendered
-    # voided, Google COMPLETED; `voided` itself stays False: the issuer did not void it).
+    # Redemption (docs/redemption.md): accepted scans so far, the template's limit and
+    # `on_limit` (kept current by template updates; None: unlimited, and not recorded on a
+    # pass stored before 2026-12-02), the barcode message as rendered (what a scan looks up),
+    # and whether the last allowed scan marked the wallet copy used (rendered voided, Google
+    # COMPLETED; `voided` itself stays False: the issuer did not void it).
     redemption_count: int = 0
     last_redeemed_at: datetime | None = None
     redemption_limit: int | None = None
+    redemption_on_limit: OnLimit | None = None
     barcode_message: str | None = None
     used_up: bool = False
 

@@ -88,6 +88,7 @@ def new_pass(
             "authentication_token": secrets.token_urlsafe(24),
             "design_version": template.design_version,
             "redemption_limit": template.policy().max_redemptions,
+            "redemption_on_limit": template.policy().on_limit,
             "created_at": now,
             "updated_at": now,
         }

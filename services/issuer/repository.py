@@ -40,7 +40,12 @@ log = logging.getLogger(__name__)
 
 # Written only by scans (services/issuer/scan_store.py) and template policy changes: a pass
 # update, read before a concurrent scan counted, must not write its stale count back.
-REDEMPTION_COUNTERS = ("redemption_count", "last_redeemed_at", "redemption_limit")
+REDEMPTION_COUNTERS = (
+    "redemption_count",
+    "last_redeemed_at",
+    "redemption_limit",
+    "redemption_on_limit",
+)
 # Absent rather than null when None: their indexes are sparse (services/issuer/google/sync.py).
 SPARSE_PASS_FIELDS = ("google_sync_due",)
 

@@ -89,9 +89,10 @@ class ScanStore:
         limit, or changed it at all, for a re-render) since `read` was read. Inside the
         command's transaction this is what makes concurrent scans of one pass count exactly
         once each: the loser conflicts, and its retry reads the new count and rejects. A
-        template update that changed the limit meanwhile (its transaction sets each pass's)
-        makes the scan decide again under the new limit: it would have counted past it, and
-        written the old limit back."""
+        template update that changed the limit or `on_limit` meanwhile (its transaction sets
+        each pass's) makes the scan decide again under the new policy: it would have counted
+        past the new limit and written the old one back, or used up a pass without marking it
+        used after the update had listed the passes to mark (jobs/update_passes.py)."""
         # A pass stored before redemption existed has no count: null matches a missing field.
         seen: Any = read.redemption_count or {"$in": [0, None]}
         query: dict[str, Any] = {
@@ -99,6 +100,7 @@ class ScanStore:
             "voided": False,
             "redemption_count": seen,
             "redemption_limit": read.redemption_limit,
+            "redemption_on_limit": read.redemption_on_limit,
         }
         if bump_version:
             query["version"] = read.version
@@ -125,14 +127,20 @@ class ScanStore:
         if result.matched_count != 1:
             raise ConcurrentUpdate(read.id)
 
-    async def set_limits(
-        self, template: TemplateRecord, limit: int | None, session: AsyncClientSession
-    ) -> None:
-        """A template's new `max_redemptions` on each of its passes (what their objects show
-        as `redemptions_remaining`), in the template update's transaction."""
+    async def set_policy(self, template: TemplateRecord, session: AsyncClientSession) -> None:
+        """A template's new `max_redemptions` and `on_limit` on each of its passes (the limit is
+        what their objects show as `redemptions_remaining`), in the template update's
+        transaction. A scan read before it conflicts (`count_redemption`), even where only
+        `on_limit` changed: the write changes a value, so no store takes it for a no-op."""
+        policy = template.policy()
         scope = {"account_id": template.account_id, "mode": template.mode}
         await self._passes.update_many(
             {**scope, "template_id": template.id},
-            {"$set": {"redemption_limit": limit}},
+            {
+                "$set": {
+                    "redemption_limit": policy.max_redemptions,
+                    "redemption_on_limit": policy.on_limit,
+                }
+            },
             session=session,
         )

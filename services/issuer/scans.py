@@ -145,12 +145,15 @@ class Redemptions:
     ) -> Prepared:
         now = self._clock.now()
         limit = policy.max_redemptions
-        changes: dict[str, Any] = {"redemption_limit": limit}
+        changes: dict[str, Any] = {
+            "redemption_limit": limit,
+            "redemption_on_limit": policy.on_limit,
+        }
         counted = record.model_copy(
             update={
                 "redemption_count": record.redemption_count + 1,
                 "last_redeemed_at": now,
-                "redemption_limit": limit,
+                **changes,
             }
         )
         scan = self._scan(cmd, counted, limit, None)

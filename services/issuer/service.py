@@ -384,9 +384,9 @@ class IssuerService:
             await uow.replace_template_at(updated, record)
             if google_classes is not None:  # the class is upserted by the Google step
                 await google_classes.mark_class_due(updated, now, uow.session)
-            limit = updated.policy().max_redemptions
-            if limit != record.policy().max_redemptions:
-                await self._scan_store.set_limits(updated, limit, uow.session)
+            before, after = record.policy(), updated.policy()
+            if (before.max_redemptions, before.on_limit) != (after.max_redemptions, after.on_limit):
+                await self._scan_store.set_policy(updated, uow.session)
             if job_writes is not None:
                 await job_writes(uow)
 
@@ -636,6 +636,7 @@ class IssuerService:
         event = pass_event(record, event_type, event_metadata, record.updated_at)
         record.barcode_message = barcode_message(design, record)
         record.redemption_limit = template.policy().max_redemptions
+        record.redemption_on_limit = template.policy().on_limit
 
         async def apply(uow: UnitOfWork) -> None:
             if insert:

@@ -432,6 +432,36 @@ async def test_an_accepted_scan_read_before_a_lower_limit_does_not_count_past_it
     assert (await _scan(service, pass_id=record.id)).reason == "already_redeemed"
 
 
+async def test_a_scan_read_before_on_limit_turns_to_mark_used_is_decided_again(
+    service: IssuerService, repo: IssuerRepository, artifacts: WalletArtifacts
+) -> None:
+    """A scan prepared under `on_limit: "keep"` that uses a pass's last redemption, while the
+    template's update turns `on_limit` to "mark_used" at the same limit: that update lists the
+    passes already at the limit to mark used, and this one is not yet. The scan's commit is
+    refused (the update set the pass's on_limit), and its retry uses the pass up and marks it,
+    so no pass is left used up with its wallet copy still active."""
+    template, record = await _issue(service, max_redemptions=2, on_limit="keep")
+    await _scan(service, pass_id=record.id)
+    redemptions = Redemptions(repo, ScanStore(repo.db), artifacts, SystemClock())
+    command = RedeemPass(**command_base(), pass_id=record.id)
+    scan, apply, _ = await redemptions.redeem(command)
+    assert scan.result == "accepted"  # type: ignore[attr-defined]
+    turn = UpdateTemplate(
+        **command_base(),
+        template_id=template.id,
+        redemption={"max_redemptions": 2, "on_limit": "mark_used"},
+    )
+    await service.handle(turn)
+    with pytest.raises(ConcurrentUpdate):
+        async with repo.unit_of_work() as uow:
+            await apply(uow)
+    assert (await _scan(service, pass_id=record.id)).result == "accepted"
+    stored = await repo.pass_(record.account_id, "test", record.id)
+    assert stored is not None
+    assert (stored.redemption_count, stored.used_up) == (2, True)
+    assert stored.redemption_on_limit == "mark_used"
+
+
 async def test_the_last_scan_renders_the_current_design_and_keeps_its_code(
     service: IssuerService, repo: IssuerRepository
 ) -> None:
