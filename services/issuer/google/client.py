@@ -16,7 +16,7 @@ import httpx2
 import jwt
 
 from services.issuer.google.identity import GoogleIdentity
-from services.issuer.google.objects import VERTICALS
+from services.issuer.google.objects import VERTICALS, class_update
 
 DEFAULT_API_BASE_URL: Final = "https://walletobjects.googleapis.com/walletobjects/v1"
 WALLET_SCOPE: Final = "https://www.googleapis.com/auth/wallet_object.issuer"
@@ -81,8 +81,9 @@ class WalletRestClient:
         await self._http.aclose()
 
     async def upsert_class(self, vertical: str, resource: dict[str, Any]) -> dict[str, Any]:
-        """Insert the class, or replace it when it exists; returns Google's resource."""
-        return await self._upsert(_collection(vertical, "Class"), resource)
+        """Insert the class, or replace it when it exists, keeping the fields its design does
+        not decide as they are at Google (objects.class_update); returns Google's resource."""
+        return await self._upsert(_collection(vertical, "Class"), resource, class_update)
 
     async def upsert_object(self, vertical: str, resource: dict[str, Any]) -> dict[str, Any]:
         """Insert the object, or replace it when it exists; returns Google's resource."""
@@ -93,19 +94,27 @@ class WalletRestClient:
         path = f"/{_collection(vertical, 'Object')}/{quote(resource['id'], safe='')}"
         return await self._required("PATCH", path, resource)
 
-    async def _upsert(self, collection: str, resource: dict[str, Any]) -> dict[str, Any]:
+    async def _upsert(
+        self,
+        collection: str,
+        resource: dict[str, Any],
+        update: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         path = f"/{collection}/{quote(resource['id'], safe='')}"
-        if await self._call("GET", path, missing_ok=True) is None:
+        stored = await self._call("GET", path, missing_ok=True)
+        if stored is None:
             try:
                 return await self._required("POST", f"/{collection}", resource)
             except WalletApiError as exc:
-                # Another issuer process inserted it between our GET and POST: update instead.
+                # Another issuer process inserted it between our GET and POST: update instead
+                # (with what that process sent, so nobody else's fields are there yet).
                 if exc.status != 409:
                     raise
         # `update` (PUT), not `patch`: Google's patch keeps every field the body leaves out, so
         # a holder's name, seat or barcode removed from the pass (a PATCH to null, a
         # redaction) would have stayed on the Google object.
-        return await self._required("PUT", path, resource)
+        body = resource if stored is None or update is None else update(stored, resource)
+        return await self._required("PUT", path, body)
 
     async def _required(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         result = await self._call(method, path, body=body)

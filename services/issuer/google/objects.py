@@ -62,6 +62,47 @@ def expand_barcode_message(
     return BARCODE_PLACEHOLDER.sub(replace, template)
 
 
+# The class fields a template's design decides (build_class, every vertical): an update sends
+# them as the design has them now, and one the design no longer has is left out (removed).
+# Every other field of the class at Google is kept as it is, since Google's update (PUT)
+# replaces the whole class: those an operator set in the Wallet console (redemptionIssuers and
+# enableSmartTap for Smart Tap, classTemplateInfo, links, messages, locations, ...).
+CLASS_FIELDS_OF_DESIGN: Final = frozenset(
+    {
+        "id",
+        "callbackOptions",
+        "issuerName",
+        "reviewStatus",
+        "hexBackgroundColor",
+        "eventName",
+        "dateTime",
+        "venue",
+        "logo",
+        "programName",
+        "localizedProgramName",
+        "programLogo",
+        "title",
+        "localizedTitle",
+        "provider",
+        "redemptionChannel",
+        "titleImage",
+    }
+)
+# What only Google writes on a class: not sent back.
+_CLASS_OUTPUT_FIELDS: Final = frozenset({"kind", "review"})
+
+
+def class_update(stored: Mapping[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
+    """The body of the update (PUT) that makes the class at Google, `stored`, the design's
+    `resource`, with the fields the design does not decide kept as they are at Google."""
+    kept = {
+        key: value
+        for key, value in stored.items()
+        if key not in CLASS_FIELDS_OF_DESIGN and key not in _CLASS_OUTPUT_FIELDS
+    }
+    return kept | resource
+
+
 def build_class(
     *,
     identity: GoogleIdentity,

@@ -13,7 +13,7 @@ from services.issuer.google.client import (
 from services.issuer.google.identity import GoogleIdentity
 from services.issuer.google.objects import vertical_for
 from tessera.processes import free_port
-from tests.issuer.google.samples import make_design, sample_class, sample_object
+from tests.issuer.google.samples import LOGO_URL, make_design, sample_class, sample_object
 from tests.support.fake_google import WALLET_PREFIX, FakeGoogle
 
 
@@ -204,3 +204,30 @@ async def test_arguments_are_checked(identity: GoogleIdentity) -> None:
     async with WalletRestClient(identity) as client:
         with pytest.raises(ValueError, match="vertical must be one of"):
             await client.upsert_class("flight", {"id": "1.a"})
+
+
+async def test_a_class_update_keeps_what_the_console_set_and_drops_what_the_design_dropped(
+    identity: GoogleIdentity, fake_google: FakeGoogle
+) -> None:
+    """Google's update (PUT) replaces the whole class: the fields an operator set in the Wallet
+    console (Smart Tap, links) must survive a design change, and a logo the design no longer
+    has must not."""
+    with_logo = sample_class(identity, "event", logo_url=LOGO_URL)
+    console = {
+        "redemptionIssuers": ["3388000000012345678"],
+        "enableSmartTap": True,
+        "linksModuleData": {"uris": [{"uri": "https://example.com/help", "description": "Help"}]},
+    }
+    async with _client(identity, fake_google) as client:
+        await client.upsert_class("eventTicket", with_logo)
+        stored = fake_google.classes[with_logo["id"]]
+        fake_google.classes[with_logo["id"]] = {**stored, **console, "review": {"comments": "ok"}}
+        changed = sample_class(identity, "event", make_design(description="Autumn Festival"))
+        updated = await client.upsert_class("eventTicket", changed)
+
+    assert "logo" in with_logo
+    assert "logo" not in changed
+    assert {key: updated.get(key) for key in console} == console
+    assert "logo" not in updated
+    assert updated["eventName"]["defaultValue"]["value"] == "Autumn Festival"
+    assert "review" not in updated  # Google's own, not sent back

@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from services.issuer.google.identity import GoogleIdentity
-from services.issuer.google.objects import vertical_for
+from services.issuer.google.objects import CLASS_FIELDS_OF_DESIGN, vertical_for
 from services.issuer.google.savelink import object_reference
 from tests.issuer.google import walletschema
 from tests.issuer.google.samples import (
@@ -190,3 +190,27 @@ def test_a_venue_without_its_address_fails(identity: GoogleIdentity) -> None:
     resource = sample_class(identity, "event", make_design(event=event))
     del resource["venue"]["address"]
     assert any("address" in error for error in walletschema.errors("EventTicketClass", resource))
+
+
+@pytest.mark.parametrize("template_type", TEMPLATE_TYPES)
+def test_every_class_field_a_design_makes_is_one_an_update_replaces(
+    identity: GoogleIdentity, template_type: str
+) -> None:
+    """A class update keeps the fields at Google that the design does not decide (console
+    ones): a field build_class makes but CLASS_FIELDS_OF_DESIGN leaves out would never be
+    removed from the class once the design dropped it."""
+    event = {
+        "name": "Spring Tour",
+        "starts_at": "2031-06-01T20:00:00+02:00",
+        "ends_at": "2031-06-01T23:00:00+02:00",
+        "doors_open_at": "2031-06-01T18:30:00+02:00",
+        "venue": {"name": "Arena", "address": "1 Main Street"},
+    }
+    strings = {"Summer Festival 2026": "Festival", "Spring Tour": "Tournée", "Acme Events": "A"}
+    extra = {"event": event} if template_type == "event" else {}
+    design = make_design(localizations={"fr": strings}, **extra)
+    richest = sample_class(
+        identity, template_type, design, logo_url=LOGO_URL, callback_url=CALLBACK_URL
+    )
+
+    assert set(richest) <= CLASS_FIELDS_OF_DESIGN
