@@ -115,6 +115,18 @@ def test_a_bundle_of_voided_passes_offers_nothing() -> None:
     assert ".pkpasses" not in html
 
 
+def test_a_used_up_pass_is_shown_used_without_buttons() -> None:
+    passes = _passes(2)
+    used = {"used_up": True, "redemption_count": 1, "redemption_limit": 1}
+    passes[1] = (passes[1][0].model_copy(update=used), passes[1][1])
+
+    html = render_bundle(_view(passes), platform="ios", qr=None)
+
+    assert "This pass has been used" in html
+    assert "Add all to Apple Wallet" in html
+    assert not _view(passes[1:]).addable
+
+
 def test_holder_data_is_escaped() -> None:
     hostile = '<script>alert("x")</script>'
     view = _view(_passes(1, holder_name=hostile))

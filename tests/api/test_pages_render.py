@@ -57,6 +57,21 @@ def test_a_voided_pass_says_so_and_offers_nothing() -> None:
     assert "/pass.pkpass" not in html
 
 
+def test_a_used_up_pass_says_so_and_offers_nothing_until_its_limit_is_raised() -> None:
+    used = _view(used_up=True, redemption_count=1, redemption_limit=1)
+    html = render_landing(used, platform="desktop", page_url=PAGE, qr=None)
+    assert "This pass has been used" in html
+    assert ">Used</p>" in html
+    assert _buttons(html) == set()
+    assert "/pass.pkpass" not in html
+
+    # A raised limit admits it again at the door: it is offered again.
+    raised = _view(used_up=True, redemption_count=1, redemption_limit=3)
+    html = render_landing(raised, platform="desktop", page_url=PAGE, qr=None)
+    assert "This pass has been used" not in html
+    assert _buttons(html) == {"apple", "google"}
+
+
 def test_holder_data_is_escaped() -> None:
     hostile = '<script>alert("x")</script>'
     template = template_record(design={**DESIGN, "organization_name": "<b>Acme</b>"})

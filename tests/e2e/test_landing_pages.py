@@ -130,6 +130,21 @@ def test_a_voided_pass_shows_it_and_offers_no_buttons(stack: Stack) -> None:
         assert "data-qr-content" not in response.text
 
 
+def test_a_used_up_ticket_says_so_and_offers_no_buttons(stack: Stack) -> None:
+    """A single-use ticket scanned at the door (its wallet copy marked used) is not offered for
+    adding again: the page says it was used, as for a voided one."""
+    issued = _issue(stack)
+    with stack.client(headers=issued.account.headers()) as client:
+        scanned = client.post("/v1/scans", json={"pass_id": issued.pass_["id"]})
+        assert scanned.json()["result"] == "accepted", scanned.text
+    for agent in (IPHONE, ANDROID, DESKTOP):
+        response = _get(issued.url, agent)
+        assert response.status_code == 200
+        assert "This pass has been used" in response.text
+        assert _buttons(response.text) == set()
+        assert "data-qr-content" not in response.text
+
+
 def test_each_get_records_url_viewed_but_head_and_bots_do_not(stack: Stack) -> None:
     issued = _issue(stack)
     head = _get(issued.url, IPHONE, method="HEAD")

@@ -263,12 +263,15 @@ def test_the_landing_page_shows_every_pass_and_records_a_view_of_each(stack: Sta
         assert {event["metadata"]["bundle_id"] for event in viewed} == {bundle["id"]}
 
 
-def test_voided_and_hidden_passes_are_left_out_of_the_download(stack: Stack) -> None:
+def test_voided_used_and_hidden_passes_are_left_out_of_the_download(stack: Stack) -> None:
     account = stack.new_account()
-    passes = _passes(stack, account, 3)
+    passes = _passes(stack, account, 4)
     bundle = _bundle(stack, account, [made["id"] for made in passes])
     with stack.client(headers=account.headers()) as client:
         assert client.delete(f"/v1/passes/{passes[1]['id']}").status_code == 200
+        # A single-use ticket scanned at the door: its wallet copy is marked used.
+        scanned = ok(client.post("/v1/scans", json={"pass_id": passes[3]["id"]}))
+        assert scanned["result"] == "accepted"
 
     entries = _entries(_get(bundle["download_url"]).content)
     page = _get(bundle["url"]).text
@@ -276,7 +279,8 @@ def test_voided_and_hidden_passes_are_left_out_of_the_download(stack: Stack) -> 
     serials = [_serial(pkpass) for _, pkpass in entries]
     assert serials == [passes[0]["serial_number"], passes[2]["serial_number"]]
     assert page.count('class="pass"') == 2
-    assert page.count('class="pass pass-voided"') == 1
+    assert page.count('class="pass pass-voided"') == 2
+    assert "This pass has been used" in page
     assert passes[1]["download_url"] not in page
     # Passes behind download links are not reachable through a bundle's permanent URLs.
     with stack.client(headers=account.headers()) as client:

@@ -34,8 +34,8 @@ class BundleView:
 
     @property
     def addable(self) -> bool:
-        """Whether any pass can still be added (voided ones cannot)."""
-        return any(not ticket.view.voided for ticket in self.tickets)
+        """Whether any pass can still be added (voided and used-up ones cannot)."""
+        return any(ticket.view.addable for ticket in self.tickets)
 
 
 def build_bundle_view(

@@ -27,7 +27,7 @@ from services.api.pages.platform import detect_platform, is_bot
 from services.api.pages.qr import qr_svg
 from services.api.pages.render import render_bundle
 from services.api.pages.responses import not_found_response, preview
-from services.api.pages.view import site_path
+from services.api.pages.view import site_path, used_up
 from shared.ids import has_prefix
 from shared.messages import PassEventType
 from shared.models import PassBundleRecord, PassRecord, TemplateRecord
@@ -88,11 +88,12 @@ async def bundle_page_response(
 async def pkpasses_response(
     ctx: ApiContext, request: Request, bundle: PassBundleRecord, passes: BundlePasses
 ) -> Response:
-    """The .pkpasses of the bundle's passes that are not voided; the 404 page when none is."""
+    """The .pkpasses of the bundle's passes that are neither voided nor used up; the 404 page
+    when none is."""
     served: list[PassRecord] = []
     files: list[bytes] = []
     for record, _ in passes:
-        if record.voided:
+        if record.voided or used_up(record):
             continue
         stored = await ctx.issuer.pass_file(record.id)
         if stored is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from services.api.pages.barcodes import BarcodePreview, barcode_preview
 from services.api.pages.dates import format_date_value
-from services.api.pages.view import FieldView, PassView, build_view, has_google
+from services.api.pages.view import FieldView, PassView, build_view, has_google, used_up
 from shared.models import PassRecord, TemplateRecord
 
 _STYLES = ("boardingPass", "coupon", "eventTicket", "generic", "storeCard")
@@ -75,6 +75,7 @@ def build_filed_view(
         holder_name=current.holder_name,
         voided=record.voided,
         has_google=has_google(record),
+        used=used_up(record),
         test_mode=current.test_mode,
         barcode=_barcode(pass_json.get("barcodes")),
         language=current.language,

@@ -48,7 +48,7 @@ async def landing_response(
     platform = detect_platform(request.headers.get("user-agent"))
     prefix = site_path(ctx.settings.site_url)
     view = await preview(ctx, record, template, path_prefix=prefix)
-    qr = qr_svg(base_url) if platform == "desktop" and not view.voided else None
+    qr = qr_svg(base_url) if platform == "desktop" and view.addable else None
     html = render_landing(view, platform=platform, page_url=base_url, qr=qr, path_prefix=prefix)
     return HTMLResponse(
         html,

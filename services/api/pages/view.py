@@ -45,6 +45,8 @@ class PassView:
     voided: bool
     has_google: bool
     test_mode: bool = False
+    # Every redemption it allows was used, and its wallet copy marked used (docs/pages.md).
+    used: bool = False
     barcode: BarcodePreview | None = None
     # The language the pass's own text is written in (the page around it is English).
     language: str = "en"
@@ -52,6 +54,11 @@ class PassView:
     @property
     def title(self) -> str:
         return self.logo_text or self.organization
+
+    @property
+    def addable(self) -> bool:
+        """Whether the page offers to add it to a wallet: not voided, not used up."""
+        return not (self.voided or self.used)
 
 
 def site_path(site_url: str) -> str:
@@ -87,6 +94,7 @@ def build_view(record: PassRecord, template: TemplateRecord, *, path_prefix: str
         holder_name=record.holder_name or None,
         voided=record.voided,
         has_google=has_google(record),
+        used=used_up(record),
         test_mode=record.mode == "test",
         barcode=first_barcode(record, design),
         language=design.source_language,
@@ -102,6 +110,14 @@ def logo_url(template: TemplateRecord, design: Design, path_prefix: str) -> str 
         template.id, template.design_version, "logo", design.images.logo
     )
     return f"{path_prefix}/t/{template.id}/logo.png?v={version}"
+
+
+def used_up(record: PassRecord) -> bool:
+    """Whether the pass used every redemption its limit allows and its wallet copy was marked
+    used (`on_limit: "mark_used"`): the page then says so and offers no wallet. Not after the
+    limit was raised past its count: scans admit it again."""
+    limit = record.redemption_limit
+    return record.used_up and limit is not None and record.redemption_count >= limit
 
 
 def has_google(record: PassRecord) -> bool:
