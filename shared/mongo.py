@@ -8,7 +8,7 @@ work (relays, pollers, scrapes). That is how docs/performance.md counts the stor
 one request, and what tests/e2e/test_round_trips.py holds to its documented figure.
 """
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -35,10 +35,11 @@ MongoClient = AsyncMongoClient[Document]
 Database = AsyncDatabase[Document]
 
 
-def create_client(url: str) -> MongoClient:
+def create_client(url: str, listeners: Sequence[CommandListener] = ()) -> MongoClient:
     """A client whose writes are acknowledged only once they are in the store's journal
     (writeConcern j:true), so a crash of the store loses nothing that was acknowledged; a
-    `journal=` option in the URL decides instead (docs/operations.md)."""
+    `journal=` option in the URL decides instead (docs/operations.md). `listeners`: more
+    command listeners (a test's)."""
     options: dict[str, Any] = {"journal": True}
     if "journal=" in url.lower():
         options = {}
@@ -47,7 +48,7 @@ def create_client(url: str) -> MongoClient:
         url,
         tz_aware=True,
         uuidRepresentation="standard",
-        event_listeners=[_COUNTER],
+        event_listeners=[_COUNTER, *listeners],
         **options,
     )
 

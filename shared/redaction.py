@@ -8,8 +8,9 @@ is the pass (its `id` is the pass id, and it carries pass data) loses its person
 """
 
 import asyncio
+import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,58 @@ _ERASED: dict[str, Any] = {
     # What the barcode shows, which a design may build from the field values (a member number).
     "barcode_message": None,
 }
+
+
+# The field of a stored command result or idempotency record (multikey-indexed) that lists
+# what a redaction looks its copies up by: `copy_refs`.
+REFS = "refs"
+
+
+def code_ref(account_id: str, code: str) -> str:
+    """The ref of a scan that read `code` without naming a pass: a digest, not the code."""
+    return "code:" + hashlib.sha256(f"{account_id}\0{code}".encode()).hexdigest()
+
+
+def copy_refs(body: Any, account_id: str | None) -> list[str]:
+    """What a redaction finds a stored answer by (an index on REFS; a query on the paths
+    themselves reads every stored answer): the ids at the paths where an answer carries a
+    pass or a webhook delivery (`id`, `pass_id`, `pass.id`, `data.pass.id`, `rows.record.id`,
+    through lists as MongoDB's dotted paths go), and `code_ref` of a scan that read a code
+    without naming a pass."""
+    if not isinstance(body, Mapping):
+        return []
+    paths = (
+        ("id",),
+        ("pass_id",),
+        ("pass", "id"),
+        ("data", "pass", "id"),
+        ("rows", "record", "id"),
+    )
+    refs = {ref for path in paths for ref in _values_at(body, path) if isinstance(ref, str)}
+    code = body.get("code")
+    if isinstance(code, str) and body.get("pass_id") is None and account_id is not None:
+        refs.add(code_ref(account_id, code))
+    return sorted(refs)
+
+
+def copies_query(refs: list[str]) -> dict[str, Any]:
+    """The query of the stored answers a redaction looks through: those whose REFS name one
+    of `refs`, and those stored before REFS existed (null in its index; none once the
+    48 hours they are kept are over). One predicate on the index: a store reads nothing
+    else. The caller decides on each what it erases."""
+    return {REFS: {"$in": [*refs, None]}}
+
+
+def _values_at(value: Any, path: tuple[str, ...]) -> list[Any]:
+    """The values at a dotted path, through the lists on the way (as a MongoDB query reads
+    `data.pass.id` in each element of a list `data`)."""
+    if isinstance(value, list):
+        return [found for item in value for found in _values_at(item, path)]
+    if not path:
+        return [value]
+    if not isinstance(value, Mapping) or path[0] not in value:
+        return []
+    return _values_at(value[path[0]], path[1:])
 
 
 def erase_pass_data(value: Any, pass_id: str) -> bool:

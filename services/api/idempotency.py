@@ -33,6 +33,7 @@ from services.api.repository import ApiRepository
 from shared.clock import Clock
 from shared.errors import ApiError, IdempotencyConflict, InvalidRequest
 from shared.ids import new_id
+from shared.redaction import REFS
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,7 @@ async def execute(
             "fingerprint": request_fingerprint,
             "command_id": command_id,
             "state": "processing",
+            REFS: [],
             "locked_until": locked_until,
             "created_at": now,
             "expires_at": now + policy.ttl,
@@ -203,14 +205,17 @@ async def execute(
         if exc.status >= 500 or exc.status in NOT_STORED:
             await policy.repo.release_idempotency(record_id, policy.clock.now())
             raise
-        await policy.repo.finish_idempotency(record_id, exc.status, exc.envelope())
+        await policy.repo.finish_idempotency(
+            record_id, scope.account_id, exc.status, exc.envelope()
+        )
         raise
     except BaseException:
         await policy.repo.release_idempotency(record_id, policy.clock.now())
         raise
     finally:
         _RUNNING.reset(running)
-    await policy.repo.finish_idempotency(record_id, status, redact(body) if redact else body)
+    stored = redact(body) if redact else body
+    await policy.repo.finish_idempotency(record_id, scope.account_id, status, stored)
     return _response(status, body)
 
 

@@ -17,7 +17,7 @@ from pymongo.errors import DuplicateKeyError
 from shared.mongo import Database, Document, drop_index_if_present, unjournaled
 from shared.outbox import Outbox
 from shared.pagination import Page, PageRequest, fetch_page
-from shared.redaction import erase_pass_data
+from shared.redaction import REFS, code_ref, copies_query, copy_refs, erase_pass_data
 from shared.write_batches import WriteBatches
 
 
@@ -41,6 +41,9 @@ class ApiRepository:
         # write of its collection.
         await drop_index_if_present(self._keys, "account_id_1")
         await self._idempotency.create_index("expires_at", expireAfterSeconds=0)
+        # What a redaction finds its copies by (erase_pass_copies); not sparse: a record
+        # stored before it existed is indexed as null, and found by that.
+        await self._idempotency.create_index(REFS)
         await self._rate_windows.create_index("expires_at", expireAfterSeconds=0)
         await self._usage.create_index("expires_at", expireAfterSeconds=0)
 
@@ -136,10 +139,12 @@ class ApiRepository:
         )
         return marked.modified_count == 1
 
-    async def finish_idempotency(self, record_id: str, status: int, body: Any) -> None:
+    async def finish_idempotency(
+        self, record_id: str, account_id: str, status: int, body: Any
+    ) -> None:
+        done = {"state": "done", "response_status": status, "response_body": body}
         await self._idempotency_writes.update(
-            {"_id": record_id},
-            {"$set": {"state": "done", "response_status": status, "response_body": body}},
+            {"_id": record_id}, {"$set": {**done, REFS: copy_refs(body, account_id)}}
         )
 
     async def forget_idempotency(self, record_id: str, command_id: str) -> None:
@@ -167,33 +172,20 @@ class ApiRepository:
         `code`, what the pass's barcode showed, is erased from the account's scan answers that
         read it, in either mode (a scan with the other mode's key names no pass). How many
         were rewritten."""
-        wanted: list[dict[str, Any]] = [
-            {
-                "mode": mode,
-                "$or": [
-                    {"response_body.id": {"$in": [pass_id, *delivery_ids]}},
-                    {"response_body.pass.id": pass_id},
-                    {"response_body.data.pass.id": pass_id},
-                ],
-            }
-        ]
-        if code:
-            wanted.append(
-                {
-                    "response_body.object": "scan",
-                    "response_body.code": code,
-                    "response_body.pass_id": None,
-                }
-            )
+        refs = [pass_id, *delivery_ids, *([code_ref(account_id, code)] if code else [])]
         copies = self._idempotency.find(
-            {"account_id": account_id, "$or": wanted}, {"response_body": 1, "mode": 1}
+            copies_query(refs), {"account_id": 1, "response_body": 1, "mode": 1}
         )
         erased = 0
         async for doc in copies:
-            body = doc["response_body"]
+            body = doc.get("response_body")
+            # A record stored before REFS existed is a candidate of any account (copies_query).
+            if doc.get("account_id") != account_id or not isinstance(body, dict):
+                continue
             if body.get("object") == "webhook_delivery":
-                changed = body.get("response_body") is not None
-                body["response_body"] = None
+                changed = body.get("id") in delivery_ids and body.get("response_body") is not None
+                if changed:
+                    body["response_body"] = None
             else:
                 changed = doc.get("mode") == mode and erase_pass_data(body, pass_id)
             # A scan that named another pass read that pass's code, which only looks the same.
@@ -204,9 +196,8 @@ class ApiRepository:
                 body["code"] = None  # a barcode may show a field value (a member number)
                 changed = True
             if changed:
-                await self._idempotency.update_one(
-                    {"_id": doc["_id"]}, {"$set": {"response_body": body}}
-                )
+                rewritten = {"response_body": body, REFS: copy_refs(body, account_id)}
+                await self._idempotency.update_one({"_id": doc["_id"]}, {"$set": rewritten})
                 erased += 1
         return erased
 

@@ -24,7 +24,7 @@ from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_
 from shared.mongo import DUPLICATE_KEY, Database, Document, MongoClient, drop_index_if_present
 from shared.outbox import Outbox, OutboxMessage, outbox_batch_documents, outbox_document
 from shared.pending_writes import PendingWrites
-from shared.redaction import erase_pass_data
+from shared.redaction import REFS, code_ref, copies_query, copy_refs, erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 # The `issuer_migrations` entries of the holder_email_key and redemption_limit backfills and
@@ -183,6 +183,9 @@ class IssuerRepository:
         # before the key existed get it at start: backfill_email_keys_once).
         await drop_index_if_present(self.passes, LEGACY_EMAIL_INDEX)
         await self.processed.create_index("expires_at", expireAfterSeconds=0)
+        # What a redaction finds its copies by (erase_pass_copies); not sparse: a result
+        # stored before it existed is indexed as null, and found by that.
+        await self.processed.create_index(REFS)
         await self.download_links.create_index("token_hash", unique=True)
         # Expired links are kept a while so they answer 410 "ask for a fresh link", not 404.
         await self.download_links.create_index(
@@ -551,34 +554,34 @@ class UnitOfWork:
         showed, erased from the results of the account's scans that read it without naming
         the pass (a scan in the other mode, a code two passes showed)."""
         await self.flush()
-        wanted: list[dict[str, Any]] = [
-            {"result.id": pass_id},
-            {"result.pass_id": pass_id},
-            {"result.rows.record.id": pass_id},
-        ]
-        if code and account_id:
-            wanted.append(
-                {"result.account_id": account_id, "result.code": code, "result.pass_id": None}
-            )
-        copies = self._repo.processed.find(
-            {"$or": wanted},
-            {"result": 1},
-            session=self._session,
-        )
+        reads_code = code is not None and account_id is not None
+        refs = [pass_id, *([code_ref(account_id, code)] if account_id and code else [])]
+        copies = self._repo.processed.find(copies_query(refs), {"result": 1}, session=self._session)
         async for doc in copies:
             result = doc["result"]
+            if not isinstance(result, dict):
+                continue
             changed = erase_pass_data(result, pass_id)
             read_it = result.get("pass_id") == pass_id or (
-                code and result.get("code") == code and result.get("pass_id") is None
+                reads_code
+                and result.get("account_id") == account_id
+                and result.get("code") == code
+                and result.get("pass_id") is None
             )
             if read_it and result.get("code") is not None:
                 result["code"] = None  # a scan's code may be built from the field values
                 changed = True
             if changed:
+                rewritten = {"result": result, REFS: copy_refs(result, result.get("account_id"))}
                 await self._repo.processed.update_one(
-                    {"_id": doc["_id"]}, {"$set": {"result": result}}, session=self._session
+                    {"_id": doc["_id"]}, {"$set": rewritten}, session=self._session
                 )
 
     async def record_command(self, command_id: str, result: dict[str, Any], at: datetime) -> None:
-        document = {"_id": command_id, "result": result, "expires_at": at + PROCESSED_COMMAND_TTL}
+        document = {
+            "_id": command_id,
+            "result": result,
+            REFS: copy_refs(result, result.get("account_id")),
+            "expires_at": at + PROCESSED_COMMAND_TTL,
+        }
         self._pending.insert(self._repo.processed, document)

@@ -3,12 +3,16 @@ version it was read at, whether the pass changed before the unit of work read it
 once) or after (a write conflict of the transaction); nothing of a refused unit is written;
 only the fields that changed are written."""
 
+from datetime import UTC, datetime
+
 import pytest
 from pymongo.errors import PyMongoError
 
 from services.issuer.repository import ConcurrentUpdate, IssuerRepository, pass_changes_since
 from shared.models import PassRecord
 from shared.mongo import is_write_conflict
+from shared.redaction import REFS
+from tests.support.database import recording_finds
 from tests.support.records import pass_record
 
 
@@ -98,3 +102,51 @@ async def test_a_due_time_cleared_is_unset_not_stored_null(repo: IssuerRepositor
     stored = await repo.passes.find_one({"_id": record.id})
     assert stored is not None
     assert "google_sync_due" not in stored
+
+
+# erase_pass_copies: a redaction finds the stored command results that hold the pass through
+# their `refs` index, not by reading every result of the last 48 hours.
+
+
+def _result(pass_id: str) -> dict[str, object]:
+    return {"id": pass_id, "object": "pass", "account_id": "acct_test", "holder_name": "Ada"}
+
+
+async def _record(repo: IssuerRepository, command_id: str, result: dict[str, object]) -> None:
+    async with repo.unit_of_work() as uow:
+        await uow.record_command(command_id, result, datetime.now(UTC))
+
+
+async def test_a_redaction_reads_only_the_results_that_hold_the_pass(
+    repo: IssuerRepository, mongo_url: str
+) -> None:
+    for n in range(200):
+        await _record(repo, f"command_other{n}", _result(f"pass_other{n}"))
+    await _record(repo, "command_mine", _result("pass_mine"))
+    # A rejected scan of the pass's code that named no pass (the other mode's key).
+    scan = {"id": "scan_1", "object": "scan", "account_id": "acct_test", "pass_id": None}
+    await _record(repo, "command_scan", {**scan, "code": "CODE-7"})
+
+    async with recording_finds(mongo_url) as (client, finds):
+        watched = IssuerRepository(client, client[repo.db.name])
+        async with watched.unit_of_work() as uow:
+            await uow.erase_pass_copies("pass_mine", "CODE-7", "acct_test")
+    [query] = [found for collection, found in finds if collection == repo.processed.name]
+    explained = await repo.processed.find(query).explain()
+
+    assert explained["executionStats"]["totalDocsExamined"] <= 2  # of 202
+    assert (await repo.processed_result("command_mine") or {})["holder_name"] is None
+    assert (await repo.processed_result("command_scan") or {})["code"] is None
+    assert (await repo.processed_result("command_other0") or {})["holder_name"] == "Ada"
+    # The digest of the code goes with the code.
+    assert (await repo.processed.find_one({"_id": "command_scan"}) or {})[REFS] == ["scan_1"]
+
+
+async def test_a_result_stored_before_refs_existed_is_still_found(repo: IssuerRepository) -> None:
+    legacy = {"_id": "command_old", "result": _result("pass_mine"), "expires_at": datetime.now(UTC)}
+    await repo.processed.insert_one(legacy)
+
+    async with repo.unit_of_work() as uow:
+        await uow.erase_pass_copies("pass_mine")
+
+    assert (await repo.processed_result("command_old") or {})["holder_name"] is None

@@ -3,7 +3,7 @@ nothing else changes."""
 
 from typing import Any
 
-from shared.redaction import erase_pass_data, is_redaction
+from shared.redaction import code_ref, copy_refs, erase_pass_data, is_redaction
 
 PASS_ID = "pass_1"
 
@@ -50,3 +50,20 @@ def test_only_the_redaction_void_is_a_redaction() -> None:
     assert is_redaction("voided", {"reason": "redacted", "devices_pushed": 0})
     assert not is_redaction("voided", {})
     assert not is_redaction("updated", {"reason": "redacted"})
+
+
+def test_the_refs_of_a_stored_answer_are_the_ids_a_redaction_looks_for() -> None:
+    batch = {"object": "list", "data": [{"pass": _pass()}, {"pass": _pass("pass_2")}]}
+    rows = {"rows": [{"record": {"id": "pass_3"}}, {"error": {"type": "invalid_request"}}]}
+    named = {"id": "scan_1", "object": "scan", "pass_id": PASS_ID, "code": "C"}
+    unnamed = {"id": "scan_2", "object": "scan", "pass_id": None, "code": "C"}
+
+    assert copy_refs(_pass(), "acct") == [PASS_ID]
+    assert copy_refs(batch, "acct") == [PASS_ID, "pass_2"]
+    assert copy_refs(rows, "acct") == ["pass_3"]
+    assert copy_refs({"id": "dlv_1", "data": {"pass": {"id": PASS_ID}}}, None) == ["dlv_1", PASS_ID]
+    assert copy_refs(named, "acct") == [PASS_ID, "scan_1"]  # a code read by naming the pass
+    assert copy_refs(unnamed, "acct") == sorted(["scan_2", code_ref("acct", "C")])
+    assert code_ref("acct", "C") != code_ref("other", "C")
+    assert "C" not in code_ref("acct", "C").removeprefix("code:")
+    assert copy_refs(["not", "an", "object"], "acct") == []

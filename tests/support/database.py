@@ -7,9 +7,15 @@ from typing import Any
 
 from pymongo import AsyncMongoClient, MongoClient
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.monitoring import (
+    CommandFailedEvent,
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+)
 from pymongo.synchronous.database import Database
 
-from shared.mongo import Document, count_commands
+from shared.mongo import Document, count_commands, create_client
 from tests.support.stack import Stack
 
 
@@ -54,3 +60,32 @@ async def scratch_database(
         yield database
     finally:
         await client.drop_database(database.name)
+
+
+class _FindRecorder(CommandListener):
+    def __init__(self) -> None:
+        self.finds: list[tuple[str, dict[str, Any]]] = []
+
+    def started(self, event: CommandStartedEvent) -> None:
+        if event.command_name == "find":
+            self.finds.append((str(event.command["find"]), dict(event.command["filter"])))
+
+    def succeeded(self, event: CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: CommandFailedEvent) -> None:
+        pass
+
+
+@asynccontextmanager
+async def recording_finds(
+    mongo_url: str,
+) -> AsyncIterator[tuple[AsyncMongoClient[Document], list[tuple[str, dict[str, Any]]]]]:
+    """A client of the store (services' options) and the (collection, filter) of every find it
+    sends, in order: what a test explains to see which plan a service's query gets."""
+    recorder = _FindRecorder()
+    client = create_client(mongo_url, listeners=[recorder])
+    try:
+        yield client, recorder.finds
+    finally:
+        await client.close()
