@@ -1,7 +1,8 @@
 """secantusd-py as `tessera up` and the tests run it: its retryable-write records kept in order,
 its journal flushed once per reply outside its locks (tessera/journal_flush.py), its index
-definitions read once per write transaction (tessera/index_metadata.py), and its profiler
-settings kept in memory (tessera/profile_settings.py).
+definitions read once per write transaction (tessera/index_metadata.py), its profiler
+settings kept in memory (tessera/profile_settings.py), and its queries narrowed by the longest
+index prefix their filter pins (tessera/index_prefix.py).
 
 Run as `python -m tessera.secantusd [secantusd-py's arguments]`. SecantusDB keeps the reply of
 every retryable write (a write outside a transaction, which PyMongo sends with a `txnNumber`)
@@ -28,7 +29,7 @@ from typing import Any
 from secantus import transactions
 from secantus.cli import main as serve
 
-from tessera import index_metadata, journal_flush, profile_settings
+from tessera import index_metadata, index_prefix, journal_flush, profile_settings
 
 Registry = Any  # secantus.transactions.TransactionRegistry: private internals, untyped here
 RECORDS = "_retryable"
@@ -90,6 +91,7 @@ PATCHES: tuple[tuple[Callable[[], bool], str], ...] = (
     (journal_flush.install, "every commit fsyncs under its lock"),
     (index_metadata.install, "a write reads its index definitions every time it needs them"),
     (profile_settings.install, "every command reads its profiler settings from the table"),
+    (index_prefix.install, "a filter with a clause past an index's exact shape reads one clause"),
 )
 
 

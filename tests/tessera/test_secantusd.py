@@ -129,4 +129,4 @@ def test_every_patch_knows_the_installed_secantusdb() -> None:
     ran = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
-    assert ran.stdout.strip() == str([True] * 4), ran.stderr
+    assert ran.stdout.strip() == str([True] * 5), ran.stderr
