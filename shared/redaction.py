@@ -10,7 +10,7 @@ is the pass (its `id` is the pass id, and it carries pass data) loses its person
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,16 @@ def code_ref(account_id: str, code: str) -> str:
     return "code:" + hashlib.sha256(f"{account_id}\0{code}".encode()).hexdigest()
 
 
+# Where a stored answer carries a pass or a webhook delivery (copy_refs).
+_REF_PATHS = (
+    ("id",),
+    ("pass_id",),
+    ("pass", "id"),
+    ("data", "pass", "id"),
+    ("rows", "record", "id"),
+)
+
+
 def copy_refs(body: Any, account_id: str | None) -> list[str]:
     """What a redaction finds a stored answer by (an index on REFS; a query on the paths
     themselves reads every stored answer): the ids at the paths where an answer carries a
@@ -50,26 +60,23 @@ def copy_refs(body: Any, account_id: str | None) -> list[str]:
     without naming a pass."""
     if not isinstance(body, Mapping):
         return []
-    paths = (
-        ("id",),
-        ("pass_id",),
-        ("pass", "id"),
-        ("data", "pass", "id"),
-        ("rows", "record", "id"),
-    )
-    refs = {ref for path in paths for ref in _values_at(body, path) if isinstance(ref, str)}
+    refs = {ref for path in _REF_PATHS for ref in _values_at(body, path) if isinstance(ref, str)}
     code = body.get("code")
     if isinstance(code, str) and body.get("pass_id") is None and account_id is not None:
         refs.add(code_ref(account_id, code))
     return sorted(refs)
 
 
-def copies_query(refs: list[str]) -> dict[str, Any]:
+def copies_query(ids: Sequence[str], account_id: str | None, code: str | None) -> dict[str, Any]:
     """The query of the stored answers a redaction looks through: those whose REFS name one
-    of `refs`, and those stored before REFS existed (null in its index; none once the
-    48 hours they are kept are over). One predicate on the index: a store reads nothing
-    else. The caller decides on each what it erases."""
-    return {REFS: {"$in": [*refs, None]}}
+    of `ids`, or the account's scans of `code` that named no pass (`code_ref`), and those
+    stored before REFS existed (null in its index; none once the 48 hours they are kept are
+    over). One predicate on the index: a store reads nothing else. The caller decides on
+    each what it erases."""
+    refs: list[str | None] = [*ids, None]
+    if account_id is not None and code:
+        refs.append(code_ref(account_id, code))
+    return {REFS: {"$in": refs}}
 
 
 def _values_at(value: Any, path: tuple[str, ...]) -> list[Any]:

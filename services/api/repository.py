@@ -17,7 +17,7 @@ from pymongo.errors import DuplicateKeyError
 from shared.mongo import Database, Document, drop_index_if_present, unjournaled
 from shared.outbox import Outbox
 from shared.pagination import Page, PageRequest, fetch_page
-from shared.redaction import REFS, code_ref, copies_query, copy_refs, erase_pass_data
+from shared.redaction import REFS, copies_query, copy_refs, erase_pass_data
 from shared.write_batches import WriteBatches
 
 
@@ -172,9 +172,9 @@ class ApiRepository:
         `code`, what the pass's barcode showed, is erased from the account's scan answers that
         read it, in either mode (a scan with the other mode's key names no pass). How many
         were rewritten."""
-        refs = [pass_id, *delivery_ids, *([code_ref(account_id, code)] if code else [])]
         copies = self._idempotency.find(
-            copies_query(refs), {"account_id": 1, "response_body": 1, "mode": 1}
+            copies_query([pass_id, *delivery_ids], account_id, code),
+            {"account_id": 1, "response_body": 1, "mode": 1},
         )
         erased = 0
         async for doc in copies:

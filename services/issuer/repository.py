@@ -24,7 +24,7 @@ from shared.models import DownloadLinkRecord, PassRecord, TemplateRecord, email_
 from shared.mongo import DUPLICATE_KEY, Database, Document, MongoClient, drop_index_if_present
 from shared.outbox import Outbox, OutboxMessage, outbox_batch_documents, outbox_document
 from shared.pending_writes import PendingWrites
-from shared.redaction import REFS, code_ref, copies_query, copy_refs, erase_pass_data
+from shared.redaction import REFS, copies_query, copy_refs, erase_pass_data
 
 PROCESSED_COMMAND_TTL = timedelta(hours=48)
 # The `issuer_migrations` entries of the holder_email_key and redemption_limit backfills and
@@ -554,9 +554,10 @@ class UnitOfWork:
         showed, erased from the results of the account's scans that read it without naming
         the pass (a scan in the other mode, a code two passes showed)."""
         await self.flush()
-        reads_code = code is not None and account_id is not None
-        refs = [pass_id, *([code_ref(account_id, code)] if account_id and code else [])]
-        copies = self._repo.processed.find(copies_query(refs), {"result": 1}, session=self._session)
+        reads_code = bool(code and account_id)
+        copies = self._repo.processed.find(
+            copies_query([pass_id], account_id, code), {"result": 1}, session=self._session
+        )
         async for doc in copies:
             result = doc["result"]
             if not isinstance(result, dict):
