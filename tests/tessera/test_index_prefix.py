@@ -105,6 +105,21 @@ def test_the_due_query_reads_only_what_its_index_pins(stores: tuple[Storage, Sto
     assert _ids(patched, query) == _ids(shipped, query)
 
 
+def test_a_filter_on_ids_keeps_the_stores_own_point_lookups(
+    stores: tuple[Storage, Storage],
+) -> None:
+    """A chunk's read of many ids within a prefix (`webhook_id` and `status` here, account and
+    mode in a rollout): the ids' point lookups, not every document of the prefix."""
+    shipped, patched = stores
+    ids = [f"d{n:05d}" for n in range(0, 400, 10)]  # more than an $in is expanded for
+    query = {"webhook_id": "w1", "status": "delivered", "_id": {"$in": ids}}
+
+    read = patched._try_index_id_keys(DB, COLL, query)
+
+    assert read == shipped._try_index_id_keys(DB, COLL, query)
+    assert len(read) <= len(ids)
+
+
 def _random_filter(rng: random.Random) -> dict[str, Any]:
     clauses: dict[str, Any] = {
         "status": rng.choice(
